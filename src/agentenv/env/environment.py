@@ -1,0 +1,251 @@
+"""Environment: the runtime built from a document (or a class): seeded state plus tools.
+
+An Environment is immutable once built. It knows its roles, its collections, a frozen
+seeded snapshot (every instance forks from it), its tools, and the defaults the gateway
+applies per instance (clock, triggers, access rules). It knows nothing of the gateway.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentenv.env.classenv import ClassBinding, class_tools
+from agentenv.env.crud import build_crud_tool
+from agentenv.env.tool import Tool, tool_options
+from agentenv.spec.environment import (
+    AccessRuleSpec,
+    ClockSpec,
+    EnvironmentSpec,
+    RoleSpec,
+    ToolSpec,
+)
+from agentenv.spec.errors import DocumentError
+from agentenv.spec.loader import load_environment_spec
+from agentenv.spec.triggers import TriggerRegistration
+from agentenv.state import CollectionInfo, Snapshot, State, StateError
+
+_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A declared environment, ready to be served: seeded state, tools and defaults."""
+
+    name: str
+    tools: dict[str, Tool]
+    seed: Snapshot
+    roles: tuple[str, ...] = ("default",)
+    default_role: str = "default"
+    version: str = "0.1.0"
+    description: str = ""
+    clock: ClockSpec = field(default_factory=ClockSpec)
+    triggers: TriggerRegistration = field(default_factory=TriggerRegistration)
+    access: tuple[AccessRuleSpec, ...] = ()
+    role_descriptions: dict[str, str] = field(default_factory=dict)
+    source: Path | None = None
+
+    def new_state(self) -> State:
+        """A fresh state forked from the seed; cheap (copy on write)."""
+        return self.seed.fork()
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool of that name, or None."""
+        return self.tools.get(name)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Environment:
+        """Load an environment from a document file or the folder holding one."""
+        spec, file = load_environment_spec(path)
+        return cls.from_spec(spec, file)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: EnvironmentSpec,
+        file: str | Path | None = None,
+        *,
+        target_class: type | None = None,
+    ) -> Environment:
+        """Build the runtime from a checked document; `file` anchors relative paths.
+
+        `target_class` (or the document's `class:`) makes a class-backed environment.
+        """
+        base = Path(file).parent if file else Path.cwd()
+        collections = {
+            name: CollectionInfo.create(c.key, c.record_schema) for name, c in spec.state.items()
+        }
+        records: dict[str, list[dict[str, Any]]] = {name: [] for name in collections}
+        tools: dict[str, Tool] = {}
+
+        if spec.class_ is not None or target_class is not None:
+            target = target_class or _resolve(spec.class_ or "", base, file, "class")
+            if not inspect.isclass(target):
+                raise DocumentError(file, "class", f"{spec.class_!r} is not a class")
+            binding = ClassBinding(target)
+            for name, info in binding.collections().items():
+                if name in collections:
+                    raise DocumentError(file, f"state.{name}", "also an attribute of the class")
+                collections[name] = info
+            records.update(binding.records(binding.initial))
+            for t in class_tools(binding):
+                tools[t.name] = t
+
+        for i, tspec in enumerate(spec.tools):
+            for t in _tools_of(tspec, spec, base, file, f"tools[{i}]"):
+                if t.name in tools:
+                    raise DocumentError(file, f"tools[{i}]", f"a second tool named {t.name!r}")
+                tools[t.name] = t
+
+        for name, rows in spec.seed.items():
+            records[name] = list(rows)  # type: ignore[arg-type]
+        try:
+            state = State.from_records(records, collections)
+        except StateError as exc:
+            raise DocumentError(file, "seed", str(exc)) from None
+
+        roles = tuple(spec.role_names)
+        for tool_ in tools.values():
+            for role in tool_.roles or ():
+                if role not in roles:
+                    raise DocumentError(
+                        file,
+                        f"tools.{tool_.name}.roles",
+                        f"unknown role {role!r} (roles: {', '.join(roles)})",
+                    )
+        return cls(
+            name=spec.name,
+            version=spec.version,
+            description=spec.description,
+            roles=roles,
+            default_role=spec.default_role or roles[0],
+            role_descriptions={r.name: r.description for r in spec.roles},
+            tools=tools,
+            seed=state.snapshot(),
+            clock=spec.clock,
+            triggers=spec.triggers,
+            access=tuple(spec.access),
+            source=Path(file) if file else None,
+        )
+
+    @classmethod
+    def from_class(
+        cls,
+        target: type,
+        *,
+        name: str | None = None,
+        roles: list[str] | None = None,
+        clock: ClockSpec | None = None,
+        description: str | None = None,
+    ) -> Environment:
+        """An environment straight from a Python class, with no document."""
+        spec = EnvironmentSpec.model_validate(
+            {
+                "apiVersion": "agentenv/v1",
+                "kind": "Environment",
+                "name": name or target.__name__,
+                "description": description or inspect.getdoc(target) or "",
+                "roles": [RoleSpec(name=r) for r in roles or ["default"]],
+                "clock": clock or ClockSpec(),
+            }
+        )
+        return cls.from_spec(spec, target_class=target)
+
+
+def _tools_of(
+    tspec: ToolSpec, spec: EnvironmentSpec, base: Path, file: Any, where: str
+) -> list[Tool]:
+    overrides = {
+        "description": tspec.description,
+        "roles": tspec.roles,
+        "kind": tspec.kind,
+        "duration": tspec.duration,
+        "timeout": tspec.timeout,
+    }
+    if tspec.crud is not None:
+        return [build_crud_tool(tspec, spec.state[tspec.crud.collection])]
+    if tspec.function is not None:
+        fn = _resolve(tspec.function, base, file, f"{where}.function")
+        if not callable(fn):
+            raise DocumentError(file, f"{where}.function", f"{tspec.function!r} is not callable")
+        return [_from_function(fn, file, where, name=tspec.name, **overrides)]
+    module = _import(tspec.module or "", base, file, f"{where}.module")
+    found = [
+        obj
+        for obj in vars(module).values()
+        if callable(obj)
+        and tool_options(obj) is not None
+        and getattr(obj, "__module__", None) == module.__name__
+    ]
+    if not found:
+        raise DocumentError(file, f"{where}.module", f"no @tool functions in {tspec.module!r}")
+    return [_from_function(fn, file, where, **overrides) for fn in found]
+
+
+def _from_function(fn: Any, file: Any, where: str, **overrides: Any) -> Tool:
+    try:
+        built = Tool.from_function(fn, **{k: v for k, v in overrides.items() if v is not None})
+    except (TypeError, ValueError) as exc:
+        raise DocumentError(file, where, f"cannot make a tool of {fn.__name__!r}: {exc}") from None
+    if not set(built.name) <= _NAME_OK:
+        raise DocumentError(file, where, f"tool name {built.name!r} has characters MCP forbids")
+    return built
+
+
+def _resolve(ref: str, base: Path, file: Any, where: str) -> Any:
+    module_ref, sep, attr = ref.rpartition(":")
+    if not sep or not module_ref or not attr:
+        raise DocumentError(file, where, f"expected 'file.py:name' or 'module:name', got {ref!r}")
+    module = _import(module_ref, base, file, where)
+    try:
+        target: Any = module
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except AttributeError:
+        raise DocumentError(file, where, f"{module_ref!r} has no {attr!r}") from None
+    return target
+
+
+_MODULES: dict[Path, ModuleType] = {}
+
+
+def _import(ref: str, base: Path, file: Any, where: str) -> ModuleType:
+    if ref.endswith(".py") or "/" in ref:
+        path = (base / ref).resolve()
+        if path in _MODULES:
+            return _MODULES[path]
+        if not path.is_file():
+            raise DocumentError(file, where, f"no file {ref!r} (looked in {base})")
+        name = f"agentenv_user_{abs(hash(str(path))):x}_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        # Let the file import its sibling modules, as it would if run from its folder.
+        sys.path.insert(0, str(path.parent))
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            raise DocumentError(
+                file, where, f"importing {ref!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
+        finally:
+            sys.path.remove(str(path.parent))
+        _MODULES[path] = module
+        return module
+    try:
+        return importlib.import_module(ref)
+    except ImportError as exc:
+        raise DocumentError(file, where, f"cannot import {ref!r}: {exc}") from None
+
+
+def load_environment(path: str | Path) -> Environment:
+    """Load an environment from a document file or the folder holding one."""
+    return Environment.load(path)

@@ -1,0 +1,236 @@
+"""Tools: what an agent can call. Every way of authoring one ends as a `Tool`.
+
+A Tool carries its name, description, JSON-schema input (built from type hints and the
+docstring, or from the document), the roles that may call it, whether it reads or writes,
+how long it takes in virtual time, and the callable behind it. Validation of arguments uses
+a pydantic model built once per tool, which is both strict about shape and fast.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Literal, get_type_hints
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from agentenv.spec.wire import ToolInfo
+from agentenv.state import State
+
+ToolKind = Literal["read", "write"]
+
+
+class ToolError(Exception):
+    """Raise from a tool to fail the call with this message; the state is rolled back."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a role, and optionally a name (an agent, a user, a token's owner)."""
+
+    role: str
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.role})" if self.name else self.role
+
+
+SYSTEM = Principal(role="system", name="agentenv")
+"""The principal of trigger actions and control operations; passes every access rule."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool sees besides its arguments: the state, the time and the caller."""
+
+    state: State
+    now: datetime
+    principal: Principal
+    instance_id: str = "default"
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """Options given to `@tool`, kept on the function until it becomes a Tool."""
+
+    name: str | None = None
+    description: str | None = None
+    roles: tuple[str, ...] | None = None
+    kind: ToolKind = "write"
+    duration: timedelta | None = None
+    timeout: float | None = None
+    blocking: bool = False
+
+
+_MARK = "__agentenv_tool__"
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    roles: list[str] | tuple[str, ...] | None = None,
+    kind: ToolKind = "write",
+    duration: float | timedelta | None = None,
+    timeout: float | None = None,
+    blocking: bool = False,
+) -> Any:
+    """Mark a function (or method) as a tool. The function itself is returned unchanged.
+
+    The first parameter may be a `ToolContext` (annotate it, or name it `ctx`); the other
+    parameters are the tool's arguments. `kind="read"` promises not to write the state (the
+    gateway holds the tool to it). `duration` is how far a stepped clock moves per call.
+    `blocking=True` runs a sync function in a worker thread, off the event loop.
+    """
+    if isinstance(duration, int | float):
+        duration = timedelta(seconds=duration)
+    options = ToolOptions(
+        name=name,
+        description=description,
+        roles=tuple(roles) if roles is not None else None,
+        kind=kind,
+        duration=duration,
+        timeout=timeout,
+        blocking=blocking,
+    )
+
+    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(func, _MARK, options)
+        return func
+
+    return mark(fn) if fn is not None else mark
+
+
+def tool_options(fn: Any) -> ToolOptions | None:
+    """The `@tool` options of a function, or None if it is not marked."""
+    return getattr(fn, _MARK, None)
+
+
+@dataclass
+class Tool:
+    """A callable tool, however it was authored.
+
+    `invoke(ctx, args)` runs it with already-validated arguments; the gateway does the
+    rest (access, clock, validation, transaction, record).
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    args_model: type[BaseModel]
+    invoke: Callable[[ToolContext, dict[str, Any]], Any | Awaitable[Any]]
+    is_async: bool = False
+    roles: tuple[str, ...] | None = None
+    kind: ToolKind = "write"
+    duration: timedelta | None = None
+    timeout: float | None = None
+    blocking: bool = False
+    success_flag: bool = field(
+        default=False,
+        metadata={"doc": "Treat a result {'success': false, 'error': ...} as a tool error."},
+    )
+    source: str = ""
+
+    def info(self) -> ToolInfo:
+        """The tool as agents see it."""
+        return ToolInfo(name=self.name, description=self.description, inputSchema=self.input_schema)
+
+    def with_options(self, **changes: Any) -> Tool:
+        """A copy with some fields replaced (used for document overrides)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., Any], *, bound_self: bool = False, **overrides: Any
+    ) -> Tool:
+        """Build a Tool from a (possibly `@tool`-marked) function or method.
+
+        The input schema comes from the parameters' type hints and defaults; descriptions
+        come from the docstring (Google, NumPy or reST style).
+        """
+        options = tool_options(fn) or ToolOptions()
+        doc = docstring_parser.parse(inspect.getdoc(fn) or "")
+        param_docs = {p.arg_name: p.description or "" for p in doc.params}
+        name = overrides.pop("name", None) or options.name or fn.__name__
+        description = (
+            overrides.pop("description", None)
+            or options.description
+            or "\n\n".join(x for x in (doc.short_description, doc.long_description) if x)
+            or name
+        )
+        signature = inspect.signature(fn)
+        try:
+            hints = get_type_hints(fn)
+        except Exception:  # unresolved forward references: fall back to Any
+            hints = {}
+        params = list(signature.parameters.values())
+        if bound_self and params:
+            params = params[1:]
+        takes_ctx = bool(params) and (
+            hints.get(params[0].name) is ToolContext or params[0].name == "ctx"
+        )
+        if takes_ctx:
+            params = params[1:]
+        fields: dict[str, Any] = {}
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"tool {name!r}: *args and **kwargs cannot be tool parameters")
+            default = ... if p.default is p.empty else p.default
+            fields[p.name] = (
+                hints.get(p.name, Any),
+                Field(default, description=param_docs.get(p.name) or None),
+            )
+        args_model = create_model(  # type: ignore[call-overload]
+            f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        is_async = inspect.iscoroutinefunction(fn)
+        if takes_ctx:
+
+            def invoke(ctx: ToolContext, args: dict[str, Any]) -> Any:
+                return fn(ctx, **args)
+
+        else:
+
+            def invoke(ctx: ToolContext, args: dict[str, Any]) -> Any:
+                return fn(**args)
+
+        roles = overrides.pop("roles", None)
+        return cls(
+            name=name,
+            description=description.strip(),
+            input_schema=clean_schema(args_model.model_json_schema()),
+            args_model=args_model,
+            invoke=invoke,
+            is_async=is_async,
+            roles=tuple(roles) if roles is not None else options.roles,
+            kind=overrides.pop("kind", None) or options.kind,
+            duration=overrides.pop("duration", None) or options.duration,
+            timeout=overrides.pop("timeout", None) or options.timeout,
+            blocking=options.blocking,
+            source=f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', name)}",
+            **overrides,
+        )
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's generated titles, which only add noise for agents."""
+
+    def walk(node: Any, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: walk(v, k == "properties")
+                for k, v in node.items()
+                if not (k == "title" and not in_properties and isinstance(v, str))
+            }
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out = walk(schema)
+    out.setdefault("properties", {})
+    out["type"] = "object"
+    return out

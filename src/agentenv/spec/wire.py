@@ -1,0 +1,153 @@
+"""Wire shapes of the AgentEnv protocol: /step, tool results, data-plane parts, JSON-RPC.
+
+Field names are the protocol's, including its camelCase where it has it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class StepRequest(_Wire):
+    """Body of `POST /step`."""
+
+    action: Literal["list_tools", "call_tool"]
+    tool_name: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _needs_tool(self) -> StepRequest:
+        if self.action == "call_tool" and not self.tool_name:
+            raise ValueError("call_tool needs 'tool_name'")
+        return self
+
+
+class TextContent(_Wire):
+    """MCP text content."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class CallError(_Wire):
+    """Why a call failed, for programs (ours; `isError` and the text are for agents)."""
+
+    kind: Literal[
+        "unknown_tool",
+        "invalid_arguments",
+        "denied",
+        "tool_error",
+        "invalid_result",
+        "timeout",
+        "unauthenticated",
+    ]
+    message: str
+
+
+class StepResult(_Wire):
+    """The answer to a tool call: MCP's CallToolResult plus the protocol's `changelog_id`."""
+
+    content: list[TextContent]
+    is_error: bool = Field(default=False, alias="isError")
+    structured_content: dict[str, Any] | None = Field(default=None, alias="structuredContent")
+    changelog_id: int
+    error: CallError | None = None
+
+
+class ToolInfo(_Wire):
+    """A tool as agents see it (MCP's Tool shape)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = Field(alias="inputSchema")
+
+
+class ToolList(_Wire):
+    """The answer to `list_tools`."""
+
+    tools: list[ToolInfo]
+
+
+# -- data plane -------------------------------------------------------------------------
+
+
+class TextPart(_Wire):
+    """An A2A text part."""
+
+    kind: Literal["text"]
+    text: str
+    metadata: dict[str, Any] | None = None
+
+
+class FileContent(_Wire):
+    """A file, inline (`bytes`, base64) or by `uri`."""
+
+    bytes: str | None = None
+    uri: str | None = None
+    mime_type: str | None = Field(default=None, alias="mimeType")
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FileContent:
+        if (self.bytes is None) == (self.uri is None):
+            raise ValueError("a file needs exactly one of 'bytes' or 'uri'")
+        return self
+
+
+class FilePart(_Wire):
+    """An A2A file part."""
+
+    kind: Literal["file"]
+    file: FileContent
+    metadata: dict[str, Any] | None = None
+
+
+class DataPart(_Wire):
+    """An A2A data part. To seed records: `{"data": {"<collection>": [records...]}}`."""
+
+    kind: Literal["data"]
+    data: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+
+
+Part = Annotated[TextPart | FilePart | DataPart, Field(discriminator="kind")]
+
+
+class DataAddParams(_Wire):
+    """Params of `data/add`."""
+
+    parts: list[Part] = Field(min_length=1)
+
+
+class JsonRpcRequest(BaseModel):
+    """A JSON-RPC 2.0 request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jsonrpc: Literal["2.0"]
+    method: str
+    params: dict[str, Any] | list[Any] | None = None
+    id: str | int | None = None
+
+
+class JsonRpcError(BaseModel):
+    """A JSON-RPC 2.0 error object."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+class JsonRpcResponse(BaseModel):
+    """A JSON-RPC 2.0 response: `result` or `error`."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: str | int | None
+    result: Any = None
+    error: JsonRpcError | None = None
