@@ -1,0 +1,38 @@
+"""agentenv: declare, serve, run and synthesize environments for LLM agents."""
+
+from agentenv.env import (
+    SYSTEM,
+    Environment,
+    Principal,
+    Tool,
+    ToolContext,
+    ToolError,
+    load_environment,
+    tool,
+)
+from agentenv.gateway import CallResult, Gateway
+from agentenv.spec import DocumentError, EnvironmentSpec, load_environment_spec
+from agentenv.state import Snapshot, State, StateDiff, diff
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SYSTEM",
+    "CallResult",
+    "DocumentError",
+    "Environment",
+    "EnvironmentSpec",
+    "Gateway",
+    "Principal",
+    "Snapshot",
+    "State",
+    "StateDiff",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "__version__",
+    "diff",
+    "load_environment",
+    "load_environment_spec",
+    "tool",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, get_type_hints
 
@@ -29,16 +29,21 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: a role, and optionally a name (an agent, a user, a token's owner)."""
+    """Who is calling: a role, and optionally a name (an agent, a user, a token's owner).
+
+    `admin` principals may use the control plane (clock, triggers, tool access, data,
+    instances); the authenticator decides who is one.
+    """
 
     role: str
     name: str | None = None
+    admin: bool = False
 
     def __str__(self) -> str:
         return f"{self.name}({self.role})" if self.name else self.role
 
 
-SYSTEM = Principal(role="system", name="agentenv")
+SYSTEM = Principal(role="system", name="agentenv", admin=True)
 """The principal of trigger actions and control operations; passes every access rule."""
 
 
@@ -129,10 +134,6 @@ class Tool:
     duration: timedelta | None = None
     timeout: float | None = None
     blocking: bool = False
-    success_flag: bool = field(
-        default=False,
-        metadata={"doc": "Treat a result {'success': false, 'error': ...} as a tool error."},
-    )
     source: str = ""
 
     def info(self) -> ToolInfo:

@@ -53,16 +53,18 @@ class CollectionInfo:
 class _Table:
     """One collection's data. Never mutated once shared; see State._own."""
 
-    __slots__ = ("digests", "info", "records", "total")
+    __slots__ = ("base", "digests", "info", "records", "total")
 
-    def __init__(self, info: CollectionInfo) -> None:
+    def __init__(self, info: CollectionInfo, base: int | None = None) -> None:
         self.info = info
+        # The collection itself counts in the hash, so an empty collection is not "absent".
+        self.base = digest("collection", "", info.key) if base is None else base
         self.records: dict[str, Record] = {}
         self.digests: dict[str, int] = {}
         self.total = 0
 
     def copy(self) -> _Table:
-        table = _Table(self.info)
+        table = _Table(self.info, self.base)
         table.records = dict(self.records)
         table.digests = dict(self.digests)
         table.total = self.total
@@ -99,11 +101,19 @@ class Snapshot:
 
 def _hash_tables(tables: Mapping[str, _Table]) -> str:
     total = 0
-    for name in sorted(tables):
-        table = tables[name]
-        total = combine(total, digest("collection", name, table.info.key), 0)
-        total = combine(total, table.total)
+    for name, table in tables.items():
+        total = combine(total, table.base + table.total + _name_digest(name))
     return format(total, "064x")
+
+
+_NAME_DIGESTS: dict[str, int] = {}
+
+
+def _name_digest(name: str) -> int:
+    found = _NAME_DIGESTS.get(name)
+    if found is None:
+        found = _NAME_DIGESTS[name] = digest("collection-name", name)
+    return found
 
 
 def _dump(tables: Mapping[str, _Table]) -> dict[str, list[Record]]:
@@ -117,13 +127,14 @@ class State:
     hash current. Wrap a group of writes in `transaction()` to make it all-or-nothing.
     """
 
-    __slots__ = ("_changes", "_owned", "_tables", "_undo")
+    __slots__ = ("_changes", "_hash", "_owned", "_tables", "_undo")
 
     def __init__(self, collections: Mapping[str, CollectionInfo | str] | None = None) -> None:
         self._tables: dict[str, _Table] = {}
         self._owned: set[str] = set()
         self._undo: list[tuple[Any, ...]] | None = None
         self._changes = 0
+        self._hash: str | None = None
         for name, info in (collections or {}).items():
             self.add_collection(name, info)
 
@@ -158,6 +169,7 @@ class State:
             info = CollectionInfo.create(info, schema)
         self._tables[name] = _Table(info)
         self._owned.add(name)
+        self._hash = None
         self._log(("table", name, _MISSING))
 
     # -- reads -------------------------------------------------------------------------
@@ -209,8 +221,13 @@ class State:
         return self._changes
 
     def hash(self) -> str:
-        """The canonical hash: equal states have equal hashes in any process."""
-        return _hash_tables(self._tables)
+        """The canonical hash: equal states have equal hashes in any process.
+
+        Cached between writes; recomputing it sums one number per collection.
+        """
+        if self._hash is None:
+            self._hash = _hash_tables(self._tables)
+        return self._hash
 
     def to_dict(self) -> dict[str, list[Record]]:
         """All records, by collection, as JSON data."""
@@ -301,6 +318,7 @@ class State:
             raise RuntimeError("cannot restore a snapshot inside a transaction")
         self._tables = dict(snapshot._tables)
         self._owned = set()
+        self._hash = None
         self._changes = snapshot.changes
 
     def fork(self) -> State:
@@ -332,6 +350,7 @@ class State:
             raise UnknownCollection(collection, list(self._tables)) from None
 
     def _own(self, collection: str) -> _Table:
+        self._hash = None
         if collection in self._owned:
             return self._tables[collection]
         table = self._tables[collection].copy()
@@ -385,6 +404,7 @@ class State:
         while len(undo) > mark:
             entry = undo.pop()
             if entry[0] == "table":
+                self._hash = None
                 del self._tables[entry[1]]
                 self._owned.discard(entry[1])
                 continue

@@ -1,0 +1,56 @@
+"""Tool access (RBAC): which role may call which tool, changeable at run time.
+
+Rules are looked up for the caller's role, then for the wildcard role `*`; for each, a
+rule about the tool is taken before a rule about `*` (all tools). With no rule, a tool is
+allowed unless it declares roles and the caller's is not among them. The system principal
+passes every rule: trigger actions and control operations are not agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from agentenv.env.tool import SYSTEM, Tool
+from agentenv.spec.environment import AccessRuleSpec
+
+WILDCARD = "*"
+
+
+class AccessControl:
+    """The tool-access rules of one instance."""
+
+    def __init__(self, rules: Iterable[AccessRuleSpec] = ()) -> None:
+        self._rules: dict[str, dict[str, bool]] = {}
+        for rule in rules:
+            self.apply(rule.role, rule.action, rule.tools)
+
+    def apply(
+        self, role: str, action: Literal["disable", "enable"], tools: list[str] | str
+    ) -> None:
+        """Disable or enable tools (a list, or `*` for all) for a role (or `*`)."""
+        allowed = action == "enable"
+        if tools == WILDCARD or tools == [WILDCARD]:
+            self._rules[role] = {WILDCARD: allowed}  # replaces the role's narrower rules
+            return
+        table = self._rules.setdefault(role, {})
+        for name in tools:
+            table[name] = allowed
+
+    def allowed(self, role: str, tool: Tool) -> bool:
+        """Whether a caller in `role` may see and call `tool`."""
+        if role == SYSTEM.role:
+            return True
+        for who in (role, WILDCARD):
+            table = self._rules.get(who)
+            if table:
+                verdict = table.get(tool.name)
+                if verdict is None:
+                    verdict = table.get(WILDCARD)
+                if verdict is not None:
+                    return verdict
+        return tool.roles is None or role in tool.roles
+
+    def rules(self) -> dict[str, dict[str, bool]]:
+        """The current rules: role -> tool (or `*`) -> allowed."""
+        return {role: dict(table) for role, table in self._rules.items()}

@@ -1,0 +1,80 @@
+"""Who a request is from: credentials to Principal.
+
+Two modes. In *trusted local* mode (the default when the server listens on loopback and
+no token is configured) the `AgentEnv-Role` header names the role and every caller may use
+the control plane, as on a developer's laptop. Once tokens are configured, or the server
+listens beyond loopback, only `Authorization: Bearer <token>` counts: the token's role is
+the caller's role, the role header grants nothing, and only `admin` tokens reach the
+control plane.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Mapping
+
+from agentenv.env.tool import Principal
+
+ADMIN_ROLE = "admin"
+
+
+class AuthError(Exception):
+    """Missing or unknown credentials."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listen address only accepts local connections."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Authenticator:
+    """Maps a request's credentials to a Principal."""
+
+    def __init__(
+        self,
+        tokens: Mapping[str, str] | None = None,
+        *,
+        trusted_local: bool = True,
+        default_role: str = "default",
+    ) -> None:
+        """`tokens` maps secret -> role. `trusted_local` is ignored once tokens exist."""
+        self._tokens = dict(tokens or {})
+        self.trusted = trusted_local and not self._tokens
+        self.default_role = default_role
+
+    @classmethod
+    def for_host(
+        cls, host: str, tokens: Mapping[str, str] | None = None, default_role: str = "default"
+    ) -> Authenticator:
+        """The authenticator a server on `host` gets by default."""
+        return cls(tokens, trusted_local=is_loopback(host), default_role=default_role)
+
+    def principal(self, role_header: str | None, authorization: str | None) -> Principal:
+        """The caller, from the role header and the Authorization header."""
+        if self.trusted:
+            role = (role_header or "").strip() or self.default_role
+            return Principal(role=role, admin=True)
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise AuthError("a bearer token is required (Authorization: Bearer <token>)")
+        secret = authorization[7:].strip()
+        for known, role in self._tokens.items():
+            if hmac.compare_digest(known, secret):
+                return Principal(role=role, name=f"token:{role}", admin=role == ADMIN_ROLE)
+        raise AuthError("unknown bearer token")
+
+
+def parse_tokens(items: list[str]) -> dict[str, str]:
+    """`["agent=s3cret", ...]` (ROLE=SECRET) to {secret: role}."""
+    tokens: dict[str, str] = {}
+    for item in items:
+        role, sep, secret = item.partition("=")
+        if not sep or not role or not secret:
+            raise ValueError(f"expected ROLE=SECRET, got {item!r}")
+        tokens[secret] = role
+    return tokens

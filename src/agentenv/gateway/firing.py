@@ -1,0 +1,175 @@
+"""Carrying out triggers: runs their actions through the gateway's own call pipeline.
+
+The TriggerEngine decides what fires; the Firer makes it happen: tool actions become
+calls (recorded with kind "trigger"), permission actions change tool access, state
+checks and `verify` steps are read-only probes. `nl` actions need an executor agent
+reached over A2A, which is not built yet: they fail with that reason in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from agentenv.env.tool import SYSTEM, Principal
+from agentenv.gateway.triggers import (
+    Firing,
+    TemplateError,
+    TriggerError,
+    check_value,
+    render,
+)
+from agentenv.spec.triggers import (
+    CheckStep,
+    NlAction,
+    PermissionAction,
+    ToolAction,
+    TriggerRegistration,
+)
+
+if TYPE_CHECKING:
+    from agentenv.gateway.gateway import Gateway
+    from agentenv.gateway.instance import Instance
+
+
+class _ActionFailed(Exception):
+    pass
+
+
+class Firer:
+    """Runs trigger firings for a gateway's instances."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    def register(self, inst: Instance, registration: TriggerRegistration) -> list[str]:
+        """Check the registration against the environment, then add it (all or nothing)."""
+        from agentenv.gateway.gateway import GatewayError
+
+        for trigger in registration.triggers:
+            for i, action in enumerate(trigger.actions):
+                if isinstance(action, ToolAction) and self.gateway._tool(inst, action.tool) is None:
+                    raise GatewayError(
+                        f"trigger {trigger.id!r}: actions[{i}] calls unknown tool {action.tool!r}"
+                    )
+            when = trigger.when
+            if when.type == "action" and self.gateway._tool(inst, when.tool) is None:
+                raise GatewayError(f"trigger {trigger.id!r}: watches unknown tool {when.tool!r}")
+        try:
+            return inst.triggers.register(registration, inst.clock.now(), inst.clock.start)
+        except TriggerError as exc:
+            raise GatewayError(str(exc)) from None
+
+    def remove(self, inst: Instance, ids: list[str] | None) -> None:
+        """Remove some triggers or all."""
+        from agentenv.gateway.gateway import GatewayError
+
+        try:
+            if ids is None:
+                inst.triggers.clear(inst.clock.now())
+            else:
+                inst.triggers.remove(ids, inst.clock.now())
+        except TriggerError as exc:
+            raise GatewayError(str(exc)) from None
+
+    async def after_call(
+        self, inst: Instance, principal: Principal, tool: str, args: dict[str, Any], result: Any
+    ) -> None:
+        """Fire what a successful agent call provoked: action triggers, then state triggers."""
+        engine = inst.triggers
+        now = inst.clock.now()
+        firings = engine.on_call(principal.role, tool, args, result, now)
+        for trigger in engine.state_triggers(principal.role):
+            when = trigger.spec.when
+            assert when.type == "state"
+            try:
+                holds = all(self._check(inst, step, now) for step in when.check)
+            except Exception as exc:
+                engine.log(trigger.id, "check_failed", now, f"{type(exc).__name__}: {exc}")
+                continue
+            if holds:
+                firings += engine.state_matched(trigger, now)
+        for firing in firings:
+            await self.fire(inst, firing)
+
+    async def fire_due(self, inst: Instance) -> None:
+        """Fire queued and time triggers whose moment has come."""
+        for firing in inst.triggers.due(inst.clock.now()):
+            await self.fire(inst, firing)
+
+    def _check(self, inst: Instance, step: CheckStep, now: datetime | None) -> bool:
+        return check_value(step.predicate, self.gateway.probe(inst, step, now), step.extract)
+
+    async def fire(self, inst: Instance, firing: Firing) -> None:
+        """Run one firing's actions in order; the first failure stops it."""
+        engine = inst.triggers
+        trigger = firing.trigger
+        now = firing.at or inst.clock.now()
+        engine.started(firing)
+        scope = {"args": firing.args, "result": firing.result}
+        error: str | None = None
+        timeout = trigger.spec.barrier.timeout_seconds if trigger.spec.barrier else None
+        try:
+            await asyncio.wait_for(self._run_actions(inst, firing, scope, now), timeout)
+        except _ActionFailed as exc:
+            error = str(exc)
+        except TimeoutError:
+            error = f"the firing took longer than its barrier's {timeout:g} s"
+            engine.log(trigger.id, "action_failed", now, error)
+        engine.finished(firing, error, now)
+        inst.trajectory.append(
+            kind="trigger",
+            wall_time=datetime.now(UTC),
+            virtual_time=now,
+            role=SYSTEM.role,
+            principal=SYSTEM.name,
+            trigger_id=trigger.id,
+            event="failed" if error else "fired",
+            detail=error,
+            state_hash=inst.state.hash(),
+            changelog_id=inst.state.changes,
+        )
+
+    async def _run_actions(
+        self, inst: Instance, firing: Firing, scope: dict[str, Any], now: datetime | None
+    ) -> None:
+        engine = inst.triggers
+        trigger = firing.trigger
+        for i, action in enumerate(trigger.spec.actions):
+            label = f"actions[{i}] ({action.type})"
+            try:
+                if isinstance(action, ToolAction):
+                    caller = (
+                        Principal(role=action.as_, name=f"trigger:{trigger.id}")
+                        if action.as_
+                        else SYSTEM
+                    )
+                    result = await self.gateway.execute(
+                        inst,
+                        caller,
+                        action.tool,
+                        render(action.args, scope),
+                        kind="trigger",
+                        now=now,
+                        trigger_id=trigger.id,
+                    )
+                    if not result.ok:
+                        assert result.error is not None
+                        raise _ActionFailed(f"{label}: {result.error.message}")
+                elif isinstance(action, PermissionAction):
+                    inst.access.apply(action.role, action.action, action.tools)
+                elif isinstance(action, NlAction):
+                    raise _ActionFailed(
+                        f"{label}: nl actions go to an executor agent over A2A, "
+                        "which this version does not have yet"
+                    )
+                if action.verify is not None and not self._check(inst, action.verify, now):
+                    raise _ActionFailed(f"{label}: verify did not hold")
+            except TemplateError as exc:
+                engine.log(trigger.id, "action_failed", now, f"{label}: {exc}")
+                raise _ActionFailed(f"{label}: {exc}") from None
+            except _ActionFailed as exc:
+                engine.log(trigger.id, "action_failed", now, str(exc))
+                raise
+            engine.log(trigger.id, "action_ok", now, label)

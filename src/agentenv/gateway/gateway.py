@@ -1,0 +1,557 @@
+"""The Gateway: the one door to every tool call of an environment.
+
+`Gateway.call(principal, tool, args)` does, in order: look up the tool, RBAC, argument
+validation, the state transaction around the tool, the clock step, the trajectory record,
+then the triggers the call provoked and any that came due. Transports (REST, MCP, CLI)
+turn their wire format into this call and back, and hold no policy of their own.
+
+A gateway hosts many isolated instances of one environment, each forked from the seeded
+snapshot; `instance="default"` always exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from time import perf_counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from agentenv.env.environment import Environment
+from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
+from agentenv.gateway.clock import ClockMode, ClockState
+from agentenv.gateway.firing import Firer
+from agentenv.gateway.instance import Instance
+from agentenv.gateway.results import CallResult
+from agentenv.gateway.triggers import TriggersState
+from agentenv.spec.triggers import CheckStep, TriggerRegistration
+from agentenv.spec.wire import CallError, DataPart, Part, ToolInfo
+from agentenv.state import State, StateError
+from agentenv.state.diff import diff
+
+DEFAULT_INSTANCE = "default"
+
+
+class GatewayError(Exception):
+    """A control-plane request that cannot be done; nothing was changed."""
+
+    status = 400
+
+
+class UnknownInstance(GatewayError, KeyError):
+    """No instance with that id."""
+
+    status = 404
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Forbidden(GatewayError):
+    """The principal may not use the control plane."""
+
+    status = 403
+
+
+class ClockError(GatewayError):
+    """A clock request that cannot be done (e.g. reading an unarmed clock)."""
+
+
+class DataError(GatewayError):
+    """A data-plane request that cannot be applied."""
+
+
+class GatewayStatus(BaseModel):
+    """What `GET /state` answers: servers, tools, changelog id, role rules."""
+
+    name: str
+    version: str
+    instance: str
+    servers: list[dict[str, Any]]
+    tools: list[str]
+    changelog_id: int
+    state_hash: str
+    role_rules: dict[str, dict[str, bool]]
+    roles: list[str]
+    clock_armed: bool
+    instances: int
+
+
+def _get_time(ctx: ToolContext) -> dict[str, str]:
+    """The current virtual time (RFC 3339)."""
+    return {"virtual_time": ctx.now.isoformat()}
+
+
+GET_TIME = Tool.from_function(_get_time, name="get_time", kind="read", duration=timedelta(0))
+
+
+class _InvalidResult(Exception):
+    pass
+
+
+class _Probe(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+@dataclass(frozen=True)
+class _Problem:
+    kind: Any
+    message: str
+
+
+class Gateway:
+    """Serves one environment to many callers and many instances, through `call`."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self._instances: dict[str, Instance] = {}
+        self._firer = Firer(self)
+        self.create_instance(DEFAULT_INSTANCE)
+
+    # -- instances --------------------------------------------------------------------------
+
+    @property
+    def instances(self) -> list[str]:
+        """Ids of the live instances."""
+        return list(self._instances)
+
+    def instance(self, instance_id: str = DEFAULT_INSTANCE) -> Instance:
+        """The instance with this id; UnknownInstance if there is none."""
+        try:
+            return self._instances[instance_id]
+        except KeyError:
+            raise UnknownInstance(f"no instance {instance_id!r}") from None
+
+    def create_instance(self, instance_id: str | None = None) -> Instance:
+        """Fork a fresh instance from the seeded snapshot (own state, clock, triggers, record)."""
+        instance_id = instance_id or uuid.uuid4().hex[:12]
+        if instance_id in self._instances:
+            raise GatewayError(f"instance {instance_id!r} already exists")
+        inst = Instance.create(instance_id, self.env)
+        if self.env.triggers.triggers:
+            self._firer.register(inst, self.env.triggers)
+        self._instances[instance_id] = inst
+        return inst
+
+    def drop_instance(self, instance_id: str) -> None:
+        """Forget an instance. The default instance cannot be dropped."""
+        if instance_id == DEFAULT_INSTANCE:
+            raise GatewayError("the default instance cannot be dropped")
+        self.instance(instance_id)
+        del self._instances[instance_id]
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _tool(self, inst: Instance, name: str) -> Tool | None:
+        found = self.env.tools.get(name)
+        if found is None and name == GET_TIME.name and inst.clock.armed:
+            return GET_TIME
+        return found
+
+    def tools_for(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[Tool]:
+        """The tools this principal may see (and call) on an instance."""
+        inst = self.instance(instance)
+        tools = list(self.env.tools.values())
+        if inst.clock.armed and GET_TIME.name not in self.env.tools:
+            tools.append(GET_TIME)
+        return [t for t in tools if inst.access.allowed(principal.role, t)]
+
+    def list_tools(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[ToolInfo]:
+        """`tools/list` for a principal: only what its role may call."""
+        return [t.info() for t in self.tools_for(principal, instance)]
+
+    # -- the door ---------------------------------------------------------------------------
+
+    async def call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any] | None = None,
+        *,
+        instance: str = DEFAULT_INSTANCE,
+        session: str | None = None,
+    ) -> CallResult:
+        """Call a tool as `principal`. Never raises for a bad call: the result says why.
+
+        Only an unknown instance raises (UnknownInstance), since there is no trajectory
+        to record the call in.
+        """
+        inst = self.instance(instance)
+        async with inst.lock:
+            await self._firer.fire_due(inst)
+            result = await self.execute(inst, principal, tool, args, session=session)
+            await self._firer.fire_due(inst)
+            return result
+
+    async def execute(
+        self,
+        inst: Instance,
+        principal: Principal,
+        name: str,
+        args: Any,
+        *,
+        kind: Literal["call", "trigger"] = "call",
+        now: datetime | None = None,
+        session: str | None = None,
+        trigger_id: str | None = None,
+    ) -> CallResult:
+        """The pipeline behind `call` (also used by trigger actions). Hold `inst.lock`."""
+        started = perf_counter()
+        state = inst.state
+        vt = now or inst.clock.now()
+        tool = self._tool(inst, name)
+        problem: _Problem | None = None
+        value: Any = None
+        values: dict[str, Any] = {}
+        ran = False
+        denied = False
+        if tool is None:
+            problem = _Problem("unknown_tool", f"unknown tool {name!r}")
+        elif not inst.access.allowed(principal.role, tool):
+            denied = True
+            problem = _Problem("denied", f"role {principal.role!r} may not call {name!r}")
+        elif not isinstance(args, dict | None):
+            problem = _Problem("invalid_arguments", "arguments must be an object")
+        else:
+            try:
+                values = dict(tool.args_model.model_validate(args or {}).__dict__)
+            except ValidationError as exc:
+                problem = _Problem("invalid_arguments", _argument_errors(name, exc))
+        text = ""
+        if problem is None:
+            assert tool is not None
+            ran = True
+            ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id)
+            before = state.changes
+            try:
+                with state.transaction():
+                    value = await self._invoke(tool, ctx, values)
+                    text = _text(value)
+                    if tool.kind == "read" and state.changes != before:
+                        raise ToolError(f"read tool {name!r} tried to change the state")
+            except ToolError as exc:
+                problem = _Problem("tool_error", str(exc) or type(exc).__name__)
+            except StateError as exc:
+                problem = _Problem("tool_error", str(exc))
+            except _InvalidResult as exc:
+                problem = _Problem("invalid_result", str(exc))
+            except TimeoutError:
+                problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
+            except Exception as exc:  # a tool's own bug: the caller gets it as a tool error
+                problem = _Problem("tool_error", f"{type(exc).__name__}: {exc}")
+        if ran and kind == "call" and inst.clock.mode == "stepped" and tool is not None:
+            inst.clock.advance(
+                tool.duration if tool.duration is not None else inst.clock.default_duration
+            )
+        error = CallError(kind=problem.kind, message=problem.message) if problem else None
+        if error is not None:
+            value, text = None, f"Error: {error.message}"
+        record = inst.trajectory.append(
+            kind=kind,
+            wall_time=datetime.now(UTC),
+            virtual_time=vt,
+            role=principal.role,
+            principal=principal.name,
+            session=session,
+            tool=name,
+            args=args if isinstance(args, dict) else {"_invalid": repr(args)[:200]},
+            result=value,
+            error=error,
+            denied=denied,
+            state_hash=state.hash(),
+            changelog_id=state.changes,
+            duration_ms=(perf_counter() - started) * 1000,
+            trigger_id=trigger_id,
+        )
+        result = CallResult(
+            ok=error is None,
+            value=value,
+            text=text,
+            error=error,
+            changelog_id=record.changelog_id,
+            seq=record.seq,
+            state_hash=record.state_hash,
+        )
+        if error is None and kind == "call":
+            await self._firer.after_call(inst, principal, name, values, value)
+        return result
+
+    async def _invoke(self, tool: Tool, ctx: ToolContext, values: dict[str, Any]) -> Any:
+        if tool.is_async:
+            pending = tool.invoke(ctx, values)
+            if tool.timeout:
+                return await asyncio.wait_for(pending, tool.timeout)
+            return await pending
+        if not tool.blocking:
+            return tool.invoke(ctx, values)
+        # Blocking code runs in a thread, on a fork: a call that times out keeps running
+        # but writes only to its fork, which is dropped; one that finishes is merged.
+        fork = ctx.state.fork()
+        work = asyncio.to_thread(
+            tool.invoke, ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id), values
+        )
+        value = await (asyncio.wait_for(work, tool.timeout) if tool.timeout else work)
+        _merge(ctx.state, fork)
+        return value
+
+    def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:
+        """Run a read-only check step (trigger checks, verify); no writes, no record."""
+        tool = self._tool(inst, step.tool)
+        if tool is None:
+            raise ToolError(f"unknown tool {step.tool!r} in a check")
+        values = dict(tool.args_model.model_validate(step.args).__dict__)
+        ctx = ToolContext(inst.state, now or datetime.now(UTC), SYSTEM, inst.id)
+        try:
+            with inst.state.transaction():
+                value = tool.invoke(ctx, values)
+                if asyncio.iscoroutine(value):
+                    value.close()
+                    raise ToolError(f"check tool {step.tool!r} is async; checks need sync tools")
+                raise _Probe(value)  # always roll back: a check never changes the state
+        except _Probe as probe:
+            return probe.value
+
+    # -- control plane ----------------------------------------------------------------------
+
+    @staticmethod
+    def _control(principal: Principal) -> None:
+        if not principal.admin:
+            raise Forbidden(f"{principal} may not use the control plane")
+
+    def clock_time(self, instance: str = DEFAULT_INSTANCE) -> datetime:
+        """The virtual time of an instance; ClockError if its clock is not armed."""
+        now = self.instance(instance).clock.now()
+        if now is None:
+            raise ClockError("the clock is not armed")
+        return now
+
+    def clock_state(self, instance: str = DEFAULT_INSTANCE) -> ClockState:
+        """Armed or not, mode, rate and time of an instance's clock."""
+        return self.instance(instance).clock.state()
+
+    async def set_clock(
+        self,
+        principal: Principal,
+        virtual_time: datetime,
+        rate: float | None = None,
+        mode: ClockMode | None = None,
+        *,
+        instance: str = DEFAULT_INSTANCE,
+    ) -> ClockState:
+        """Arm (or re-set) the clock; arming adds the `get_time` tool."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            try:
+                inst.clock.set(virtual_time, rate, mode)
+            except ValueError as exc:
+                raise ClockError(str(exc)) from None
+            self._note(
+                inst, principal, "clock_set", f"{virtual_time.isoformat()} x{inst.clock.rate:g}"
+            )
+            await self._firer.fire_due(inst)
+            return inst.clock.state()
+
+    async def advance_clock(
+        self, principal: Principal, delta: timedelta, *, instance: str = DEFAULT_INSTANCE
+    ) -> ClockState:
+        """Move virtual time forward and fire what comes due (ours, for tests and tasks)."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            if not inst.clock.armed:
+                raise ClockError("the clock is not armed")
+            inst.clock.advance(delta)
+            self._note(inst, principal, "clock_advance", str(delta))
+            await self._firer.fire_due(inst)
+            return inst.clock.state()
+
+    async def clear_clock(
+        self, principal: Principal, *, instance: str = DEFAULT_INSTANCE
+    ) -> ClockState:
+        """Disarm the clock (the `get_time` tool goes away)."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            inst.clock.clear()
+            self._note(inst, principal, "clock_clear")
+            return inst.clock.state()
+
+    async def register_triggers(
+        self,
+        principal: Principal,
+        registration: TriggerRegistration,
+        *,
+        instance: str = DEFAULT_INSTANCE,
+    ) -> list[str]:
+        """Add triggers (additive by id); a bad trigger fails the whole registration."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            ids = self._firer.register(inst, registration)
+            self._note(inst, principal, "triggers_register", ", ".join(ids))
+            await self._firer.fire_due(inst)
+            return ids
+
+    async def remove_triggers(
+        self, principal: Principal, ids: list[str] | None, *, instance: str = DEFAULT_INSTANCE
+    ) -> None:
+        """Remove triggers by id, or all of them when `ids` is None."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            self._firer.remove(inst, ids)
+            self._note(inst, principal, "triggers_remove", ", ".join(ids) if ids else "*")
+
+    def triggers_state(self, instance: str = DEFAULT_INSTANCE) -> TriggersState:
+        """Every trigger's status and the firing log."""
+        return self.instance(instance).triggers.state()
+
+    async def set_tool_access(
+        self,
+        principal: Principal,
+        action: Literal["disable", "enable"],
+        role: str,
+        tools: list[str] | Literal["*"],
+        *,
+        instance: str = DEFAULT_INSTANCE,
+    ) -> dict[str, dict[str, bool]]:
+        """Disable or enable tools for a role at run time; unknown tool names are an error."""
+        self._control(principal)
+        inst = self.instance(instance)
+        if tools != "*":
+            unknown = [t for t in tools if self._tool(inst, t) is None and t != GET_TIME.name]
+            if unknown:
+                raise GatewayError(f"unknown tool {', '.join(map(repr, unknown))}")
+        async with inst.lock:
+            inst.access.apply(role, action, tools)
+            self._note(inst, principal, f"tools_{action}", f"{role}: {tools}")
+            return inst.access.rules()
+
+    def status(self, instance: str = DEFAULT_INSTANCE) -> GatewayStatus:
+        """Servers, tools, changelog id and role rules of an instance."""
+        inst = self.instance(instance)
+        tools = sorted(self.env.tools) + ([GET_TIME.name] if inst.clock.armed else [])
+        return GatewayStatus(
+            name=self.env.name,
+            version=self.env.version,
+            instance=inst.id,
+            servers=[{"name": self.env.name, "tools": sorted(self.env.tools)}],
+            tools=tools,
+            changelog_id=inst.state.changes,
+            state_hash=inst.state.hash(),
+            role_rules=inst.access.rules(),
+            roles=list(self.env.roles),
+            clock_armed=inst.clock.armed,
+            instances=len(self._instances),
+        )
+
+    # -- data plane -------------------------------------------------------------------------
+
+    async def data_reset(self, principal: Principal, *, instance: str = DEFAULT_INSTANCE) -> None:
+        """`data/reset`: empty every collection and drop stored text and file parts."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            inst.state.clear()
+            inst.parts.clear()
+            self._note(inst, principal, "data_reset")
+
+    async def data_add(
+        self, principal: Principal, parts: Iterable[Part], *, instance: str = DEFAULT_INSTANCE
+    ) -> int:
+        """`data/add`: data parts upsert records (`{collection: [records]}`); text and file
+        parts are kept as they are. All or nothing. Returns the number of records written."""
+        self._control(principal)
+        inst = self.instance(instance)
+        parts = list(parts)
+        written = 0
+        async with inst.lock:
+            try:
+                with inst.state.transaction():
+                    for i, part in enumerate(parts):
+                        if not isinstance(part, DataPart):
+                            continue
+                        for coll, rows in part.data.items():
+                            where = f"parts[{i}].data.{coll}"
+                            if coll not in inst.state.collections:
+                                raise DataError(f"{where}: unknown collection {coll!r}")
+                            if not isinstance(rows, list):
+                                rows = [rows]
+                            for j, row in enumerate(rows):
+                                try:
+                                    inst.state.put(coll, row)
+                                except StateError as exc:
+                                    raise DataError(f"{where}[{j}]: {exc}") from None
+                                written += 1
+            except DataError:
+                raise
+            inst.parts.extend(p for p in parts if not isinstance(p, DataPart))
+            self._note(inst, principal, "data_add", f"{written} records, {len(parts)} parts")
+            return written
+
+    def data_get(self, instance: str = DEFAULT_INSTANCE) -> list[Part]:
+        """`data/get`: one data part with every collection's records, then stored parts."""
+        inst = self.instance(instance)
+        return [DataPart(kind="data", data=inst.state.to_dict()), *inst.parts]
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _note(
+        self, inst: Instance, principal: Principal, event: str, detail: str | None = None
+    ) -> None:
+        inst.trajectory.append(
+            kind="control",
+            wall_time=datetime.now(UTC),
+            virtual_time=inst.clock.now(),
+            role=principal.role,
+            principal=principal.name,
+            event=event,
+            detail=detail,
+            state_hash=inst.state.hash(),
+            changelog_id=inst.state.changes,
+        )
+
+    async def tick(self) -> None:
+        """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
+        for inst in list(self._instances.values()):
+            if inst.clock.armed and not inst.lock.locked():
+                async with inst.lock:
+                    await self._firer.fire_due(inst)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _InvalidResult(f"the tool returned something that is not JSON: {exc}") from None
+
+
+def _argument_errors(tool: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "missing":
+            msg = "missing required argument"
+        parts.append(f"{loc}: {msg}")
+    return f"invalid arguments for {tool!r}: " + "; ".join(parts)
+
+
+def _merge(state: State, fork: State) -> None:
+    """Apply a fork's changes to the state it came from (inside the caller's transaction)."""
+    for coll, change in diff(state, fork).collections.items():
+        for key in change.removed:
+            state.delete(coll, key)
+        for record in change.added.values():
+            state.put(coll, record)
+        for record_change in change.changed.values():
+            state.put(coll, record_change.after)
