@@ -5,6 +5,7 @@ Field names are the protocol's, including its camelCase where it has it.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -151,3 +152,39 @@ class JsonRpcResponse(BaseModel):
     id: str | int | None
     result: Any = None
     error: JsonRpcError | None = None
+
+
+# -- control plane ----------------------------------------------------------------------
+
+
+class SetTimeBody(_Wire):
+    """Body of `PUT /clock/set-time`. `mode` is ours (`stepped` or `wall`)."""
+
+    virtual_time: datetime
+    virtual_seconds_per_real_second: float | None = Field(default=None, ge=0, le=86400)
+    mode: Literal["stepped", "wall"] | None = None
+
+
+class AdvanceClockBody(_Wire):
+    """Body of `POST /clock/advance` (ours): move a clock forward by some seconds."""
+
+    seconds: float = Field(gt=0)
+
+
+class ToolAccessBody(_Wire):
+    """Body of `POST /tools/disable` and `POST /tools/enable`."""
+
+    role: str
+    tools: list[str] | Literal["*"]
+
+
+class RemoveTriggersBody(_Wire):
+    """Body of `POST /triggers/remove`."""
+
+    ids: list[str] = Field(min_length=1)
+
+
+class ErrorBody(_Wire):
+    """Every non-2xx answer of the REST surface: `{"error": {kind, message}}`."""
+
+    error: dict[str, str]

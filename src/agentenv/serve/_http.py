@@ -1,0 +1,138 @@
+"""HTTP plumbing shared by the REST routes: errors, body parsing, size limit, principal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentenv.env.tool import Principal
+from agentenv.gateway.auth import Authenticator
+from agentenv.gateway.gateway import DEFAULT_INSTANCE
+from agentenv.spec.errors import format_location
+
+ROLE_HEADER = "agentenv-role"
+SESSION_HEADER = "agentenv-session"
+DEFAULT_MAX_BODY = 1024 * 1024
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class HttpError(Exception):
+    """An error answer: status code, a machine-readable kind and a message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        self.status = status
+        self.kind = kind
+        self.message = message
+        super().__init__(message)
+
+
+def error_response(status: int, kind: str, message: str) -> JSONResponse:
+    """The one shape of every error answer: `{"error": {"kind", "message"}}`."""
+    return JSONResponse({"error": {"kind": kind, "message": message}}, status_code=status)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """A pydantic error as one readable line: `where: what; where: what`."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{format_location(err['loc'])}: {msg.removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+async def read_json(request: Request) -> Any:
+    """The request body as JSON; a 400 HttpError if it is not."""
+    raw = await request.body()
+    if not raw:
+        raise HttpError(400, "bad_request", "the request needs a JSON body")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HttpError(400, "malformed_json", f"malformed JSON body: {exc}") from None
+
+
+async def read_model(request: Request, model: type[M]) -> M:
+    """The request body validated as `model`; a 400 HttpError naming the bad field."""
+    data = await read_json(request)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise HttpError(400, "bad_request", validation_message(exc)) from None
+
+
+def principal_of(request: Request, auth: Authenticator) -> Principal:
+    """Who sent the request (AuthError if the credentials do not say)."""
+    headers = request.headers
+    return auth.principal(headers.get(ROLE_HEADER), headers.get("authorization"))
+
+
+def instance_of(request: Request) -> str:
+    """The instance a request addresses: `/instances/{id}/...` or the default one."""
+    return request.path_params.get("instance_id", DEFAULT_INSTANCE)
+
+
+def prefix_of(request: Request) -> str:
+    """The URL prefix of the addressed instance ('' for the default one)."""
+    instance_id = request.path_params.get("instance_id")
+    return f"/instances/{instance_id}" if instance_id else ""
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: answer 413 to request bodies over `max_bytes`, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = False
+                if too_big:
+                    await self._reject(scope, receive, send)
+                    return
+        seen = 0
+        started = False
+
+        async def counted_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except _TooLarge:
+            if not started:
+                await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            413, "too_large", f"request body over the limit of {self.max_bytes} bytes"
+        )
+        await response(scope, receive, send)

@@ -1,0 +1,355 @@
+"""The REST surface of a gateway (FastAPI): card, /step, clock, triggers, tool access,
+trajectory, state, the JSON-RPC data plane, and instances.
+
+Every route is a thin adapter: credentials to a Principal, body to arguments, one gateway
+method, result to JSON. Each route exists at the root (the default instance) and under
+`/instances/{instance_id}`. Status codes are listed in docs/rest.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+from agentenv import __version__
+from agentenv.gateway import Gateway
+from agentenv.gateway.auth import Authenticator, AuthError
+from agentenv.gateway.gateway import ClockError, GatewayError
+from agentenv.serve import jsonrpc
+from agentenv.serve._http import (
+    DEFAULT_MAX_BODY,
+    SESSION_HEADER,
+    BodyLimit,
+    HttpError,
+    error_response,
+    instance_of,
+    prefix_of,
+    principal_of,
+    read_json,
+    read_model,
+)
+from agentenv.serve.card import build_card
+from agentenv.spec.card import Interface
+from agentenv.spec.triggers import TriggerRegistration
+from agentenv.spec.wire import (
+    AdvanceClockBody,
+    RemoveTriggersBody,
+    SetTimeBody,
+    StepRequest,
+    ToolAccessBody,
+)
+
+CARD_PATH = "/.well-known/agent-env.json"
+_STATUS_BY_KIND = {"denied": 403, "unknown_tool": 404, "timeout": 504}
+
+Lifespan = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
+
+
+def _body_doc(model: Any) -> dict[str, Any]:
+    # Bodies are parsed by hand (for our own error shape and speed); document them anyway.
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema(by_alias=True)}},
+        }
+    }
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data), status_code=status, media_type="application/json")
+
+
+def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) -> APIRouter:
+    router = APIRouter()
+
+    @router.get(CARD_PATH, summary="Environment Card")
+    async def card(request: Request) -> Response:
+        try:
+            principal = principal_of(request, auth)
+        except AuthError:  # the card is public; anonymous callers see the default role's tools
+            principal = auth.principal(None, None) if auth.trusted else _anonymous(gateway)
+        built = build_card(
+            gateway,
+            principal,
+            instance=instance_of(request),
+            prefix=prefix_of(request),
+            interfaces=interfaces,
+        )
+        return _json(built.to_json())
+
+    @router.post("/step", summary="List or call tools", openapi_extra=_body_doc(StepRequest))
+    async def step(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        body = await read_model(request, StepRequest)
+        instance = instance_of(request)
+        if body.action == "list_tools":
+            tools = gateway.list_tools(principal, instance)
+            return _json({"tools": [t.model_dump(by_alias=True) for t in tools]})
+        assert body.tool_name is not None
+        result = await gateway.call(
+            principal,
+            body.tool_name,
+            body.arguments,
+            instance=instance,
+            session=request.headers.get(SESSION_HEADER),
+        )
+        status = 200 if result.error is None else _STATUS_BY_KIND.get(result.error.kind, 200)
+        return _json(result.to_wire(), status)
+
+    @router.get("/clock/time", summary="Virtual time (404 while the clock is not armed)")
+    async def clock_time(request: Request) -> Response:
+        principal_of(request, auth)
+        try:
+            now = gateway.clock_time(instance_of(request))
+        except ClockError as exc:
+            raise HttpError(404, "clock_not_armed", str(exc)) from None
+        return _json({"virtual_time": now.isoformat()})
+
+    @router.put(
+        "/clock/set-time", summary="Arm or set the clock", openapi_extra=_body_doc(SetTimeBody)
+    )
+    async def clock_set(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        body = await read_model(request, SetTimeBody)
+        state = await gateway.set_clock(
+            principal,
+            body.virtual_time,
+            body.virtual_seconds_per_real_second,
+            body.mode,
+            instance=instance_of(request),
+        )
+        return _json(state.model_dump(mode="json"))
+
+    @router.post(
+        "/clock/advance",
+        summary="Move the clock forward (ours)",
+        openapi_extra=_body_doc(AdvanceClockBody),
+    )
+    async def clock_advance(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        body = await read_model(request, AdvanceClockBody)
+        state = await gateway.advance_clock(
+            principal, timedelta(seconds=body.seconds), instance=instance_of(request)
+        )
+        return _json(state.model_dump(mode="json"))
+
+    @router.post("/clock/clear", summary="Disarm the clock")
+    async def clock_clear(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        state = await gateway.clear_clock(principal, instance=instance_of(request))
+        return _json(state.model_dump(mode="json"))
+
+    @router.get("/clock/state", summary="Clock mode, rate and time")
+    async def clock_state(request: Request) -> Response:
+        principal_of(request, auth)
+        return _json(gateway.clock_state(instance_of(request)).model_dump(mode="json"))
+
+    @router.post(
+        "/triggers/register", summary="Add triggers", openapi_extra=_body_doc(TriggerRegistration)
+    )
+    async def triggers_register(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        body = await read_model(request, TriggerRegistration)
+        ids = await gateway.register_triggers(principal, body, instance=instance_of(request))
+        return _json({"registered": ids})
+
+    @router.post(
+        "/triggers/remove",
+        summary="Remove triggers by id",
+        openapi_extra=_body_doc(RemoveTriggersBody),
+    )
+    async def triggers_remove(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        body = await read_model(request, RemoveTriggersBody)
+        await gateway.remove_triggers(principal, body.ids, instance=instance_of(request))
+        return _json({"removed": body.ids})
+
+    @router.post("/triggers/clear", summary="Remove every trigger")
+    async def triggers_clear(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        await gateway.remove_triggers(principal, None, instance=instance_of(request))
+        return _json({"removed": "*"})
+
+    @router.get("/triggers/state", summary="Trigger statuses and firing log")
+    async def triggers_state(request: Request) -> Response:
+        principal_of(request, auth)
+        return _json(gateway.triggers_state(instance_of(request)).model_dump(mode="json"))
+
+    async def _access(request: Request, action: Any) -> Response:
+        principal = principal_of(request, auth)
+        body = await read_model(request, ToolAccessBody)
+        rules = await gateway.set_tool_access(
+            principal, action, body.role, body.tools, instance=instance_of(request)
+        )
+        return _json({"role_rules": rules})
+
+    @router.post(
+        "/tools/disable",
+        summary="Disable tools for a role",
+        openapi_extra=_body_doc(ToolAccessBody),
+    )
+    async def tools_disable(request: Request) -> Response:
+        return await _access(request, "disable")
+
+    @router.post(
+        "/tools/enable", summary="Enable tools for a role", openapi_extra=_body_doc(ToolAccessBody)
+    )
+    async def tools_enable(request: Request) -> Response:
+        return await _access(request, "enable")
+
+    @router.get("/trajectory", summary="Trajectory as JSONL (?since=N)")
+    async def trajectory(request: Request, since: int = 0) -> Response:
+        principal_of(request, auth)
+        inst = gateway.instance(instance_of(request))
+        return Response(inst.trajectory.to_jsonl(max(since, 0)), media_type="application/x-ndjson")
+
+    @router.get("/state", summary="Servers, tools, changelog id, role rules")
+    async def state(request: Request) -> Response:
+        principal_of(request, auth)
+        return _json(gateway.status(instance_of(request)).model_dump(mode="json"))
+
+    @router.post("/agentenv", summary="JSON-RPC data plane: data/reset, data/add, data/get")
+    async def data_plane(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        try:
+            payload = await read_json(request)
+        except HttpError as exc:
+            return _json(jsonrpc._error(None, jsonrpc.PARSE_ERROR, exc.message))
+        answer = await jsonrpc.handle(gateway, principal, instance_of(request), payload)
+        return Response(status_code=204) if answer is None else _json(answer)
+
+    return router
+
+
+def _anonymous(gateway: Gateway) -> Any:
+    from agentenv.env.tool import Principal
+
+    return Principal(role=gateway.env.default_role)
+
+
+def create_app(
+    gateway: Gateway,
+    *,
+    auth: Authenticator | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    tick_seconds: float = 0.25,
+    interfaces: list[Interface] | None = None,
+    lifespans: list[Lifespan] | None = None,
+) -> FastAPI:
+    """The ASGI app serving `gateway`. Run it with uvicorn (see `serve.server.serve`).
+
+    `auth` defaults to trusted local mode. A background task fires time triggers of
+    wall-clock instances every `tick_seconds`. `lifespans` are entered with the app's
+    (the MCP session manager uses this).
+    """
+    auth = auth or Authenticator(default_role=gateway.env.default_role)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async def ticker() -> None:
+            while True:
+                await asyncio.sleep(tick_seconds)
+                await gateway.tick()
+
+        task = asyncio.create_task(ticker())
+        async with contextlib.AsyncExitStack() as stack:
+            for extra in lifespans or []:
+                await stack.enter_async_context(extra(app))
+            try:
+                yield
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    app = FastAPI(
+        title=f"agentenv: {gateway.env.name}",
+        description=gateway.env.description or "An agentenv environment.",
+        version=__version__,
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    router = _routes(gateway, auth, interfaces or [])
+    app.include_router(router)
+    app.include_router(router, prefix="/instances/{instance_id}")
+
+    @app.get("/", summary="Where things are")
+    async def index() -> Response:
+        return _json(
+            {
+                "name": gateway.env.name,
+                "card": CARD_PATH,
+                "step": "/step",
+                "openapi": "/openapi.json",
+                "docs": "/docs",
+            }
+        )
+
+    @app.get("/instances", summary="Live instances")
+    async def list_instances(request: Request) -> Response:
+        principal_of(request, auth)
+        return _json({"instances": gateway.instances})
+
+    @app.post(
+        "/instances", summary="Fork a fresh instance from the seeded snapshot", status_code=201
+    )
+    async def create_instance(request: Request) -> Response:
+        principal = principal_of(request, auth)
+        if not principal.admin:
+            raise HttpError(403, "forbidden", f"{principal} may not create instances")
+        wanted = None
+        if await request.body():
+            data = await read_json(request)
+            wanted = data.get("id") if isinstance(data, dict) else None
+            if wanted is not None and (not isinstance(wanted, str) or "/" in wanted or not wanted):
+                raise HttpError(400, "bad_request", "id: expected a non-empty string without '/'")
+        inst = gateway.create_instance(wanted)
+        return _json({"id": inst.id, "url": f"/instances/{inst.id}"}, 201)
+
+    @app.delete("/instances/{instance_id}", summary="Drop an instance")
+    async def drop_instance(request: Request, instance_id: str) -> Response:
+        principal = principal_of(request, auth)
+        if not principal.admin:
+            raise HttpError(403, "forbidden", f"{principal} may not drop instances")
+        gateway.drop_instance(instance_id)
+        return _json({"dropped": instance_id})
+
+    _install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=max_body)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HttpError)
+    async def _http_error(request: Request, exc: HttpError) -> JSONResponse:
+        return error_response(exc.status, exc.kind, exc.message)
+
+    @app.exception_handler(AuthError)
+    async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
+        response = error_response(401, "unauthenticated", str(exc))
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    @app.exception_handler(GatewayError)
+    async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
+        kind = {403: "forbidden", 404: "not_found"}.get(exc.status, "bad_request")
+        return error_response(exc.status, kind, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _starlette(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, kind, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return error_response(400, "bad_request", detail)
