@@ -1,0 +1,47 @@
+"""The `agent-env` command. One module per command group; this file wires them up."""
+
+from __future__ import annotations
+
+import typer
+
+from agentenv import __version__
+from agentenv.cli import env_commands
+from agentenv.cli.serve_command import serve
+
+app = typer.Typer(
+    name="agent-env",
+    help="Declare, serve and run environments for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agent-env {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Declare, serve and run environments for LLM agents."""
+
+
+app.command()(env_commands.validate)
+app.command()(env_commands.card)
+app.command()(env_commands.tools)
+app.command()(env_commands.call)
+app.command()(serve)
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,62 @@
+"""`agent-env serve`: the REST surface of an environment over HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentenv.cli._common import console, fail, load_env
+from agentenv.gateway import Gateway, GatewayError
+from agentenv.gateway.auth import is_loopback, parse_tokens
+from agentenv.serve._http import DEFAULT_MAX_BODY
+from agentenv.serve.server import make_server
+
+
+def serve(
+    path: Annotated[Path, typer.Argument(help="Environment document, or the folder holding it.")],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    token: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--token",
+            help="ROLE=SECRET: bearer token for a role (repeatable). Once any is set, the "
+            "AgentEnv-Role header grants nothing. Role 'admin' may use the control plane.",
+        ),
+    ] = None,
+    max_body: Annotated[
+        int, typer.Option(help="Largest request body, in bytes.")
+    ] = DEFAULT_MAX_BODY,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+) -> None:
+    """Serve an environment: card, /step, clock, triggers, trajectory, data plane."""
+    env = load_env(path)
+    try:
+        tokens = parse_tokens(token or [])
+    except ValueError as exc:
+        fail(f"--token: {exc}")
+    try:
+        gateway = Gateway(env)
+    except GatewayError as exc:
+        fail(f"{path}: {exc}")
+    if not is_loopback(host) and not tokens:
+        console.print(
+            "[yellow]warning:[/] listening beyond loopback with no --token: every request "
+            "will be refused (401). Add --token ROLE=SECRET.",
+        )
+    mode = (
+        "trusted local (AgentEnv-Role header)"
+        if is_loopback(host) and not tokens
+        else "bearer tokens"
+    )
+    console.print(
+        f"[bold]{env.name}[/] on http://{host}:{port}  card: /.well-known/agent-env.json  "
+        f"auth: {mode}",
+        highlight=False,
+    )
+    server = make_server(
+        gateway, host=host, port=port, tokens=tokens, max_body=max_body, log_level=log_level
+    )
+    server.run()
