@@ -78,6 +78,8 @@ class Firer:
     ) -> None:
         """Fire what a successful agent call provoked: action triggers, then state triggers."""
         engine = inst.triggers
+        if engine.empty:
+            return
         now = inst.clock.now()
         firings = engine.on_call(principal.role, tool, args, result, now)
         for trigger in engine.state_triggers(principal.role):

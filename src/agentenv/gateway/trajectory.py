@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import TypeAdapter
 
 from agentenv.spec.wire import CallError
 
 
-class TrajectoryRecord(BaseModel):
-    """One line of `GET /trajectory` (JSONL)."""
+@dataclass(slots=True, kw_only=True)
+class TrajectoryRecord:
+    """One line of `GET /trajectory` (JSONL).
 
-    seq: int = Field(description="Position in this instance's trajectory, from 0.")
+    A plain dataclass because one is made per call on the hot path; pydantic validates
+    and serialises it through `RECORD_ADAPTER` (its JSON schema is the wire contract).
+    """
+
+    seq: int
     kind: Literal["call", "trigger", "control"]
     wall_time: datetime
+    state_hash: str
+    changelog_id: int
     virtual_time: datetime | None = None
     role: str | None = None
     principal: str | None = None
@@ -27,12 +34,17 @@ class TrajectoryRecord(BaseModel):
     result: Any = None
     error: CallError | None = None
     denied: bool = False
-    state_hash: str
-    changelog_id: int
     duration_ms: float = 0.0
-    trigger_id: str | None = Field(default=None, description="For trigger records.")
-    event: str | None = Field(default=None, description="For trigger and control records.")
+    trigger_id: str | None = None
+    event: str | None = None
     detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON data."""
+        return RECORD_ADAPTER.dump_python(self, mode="json")
+
+
+RECORD_ADAPTER: TypeAdapter[TrajectoryRecord] = TypeAdapter(TrajectoryRecord)
 
 
 class Trajectory:
@@ -45,7 +57,7 @@ class Trajectory:
 
     def append(self, **fields: Any) -> TrajectoryRecord:
         """Add a record; fields are trusted (the gateway built them), so no validation."""
-        record = TrajectoryRecord.model_construct(seq=len(self._records), **fields)
+        record = TrajectoryRecord(seq=len(self._records), **fields)
         self._records.append(record)
         return record
 
@@ -68,9 +80,10 @@ class Trajectory:
 
     def to_jsonl(self, since: int = 0) -> str:
         """The records as JSON lines."""
-        return "".join(r.model_dump_json() + "\n" for r in self._records[since:])
+        dump = RECORD_ADAPTER.dump_json
+        return "".join(dump(r).decode() + "\n" for r in self._records[since:])
 
     @staticmethod
     def read_jsonl(text: str) -> list[TrajectoryRecord]:
         """Parse JSONL written by `to_jsonl`."""
-        return [TrajectoryRecord.model_validate(json.loads(x)) for x in text.splitlines() if x]
+        return [RECORD_ADAPTER.validate_json(x) for x in text.splitlines() if x.strip()]

@@ -113,6 +113,7 @@ class TriggerEngine:
         self._counter = itertools.count()
         self._log: list[LogEntry] = []
         self._by_tool: dict[str, list[ArmedTrigger]] = {}
+        self._timed = False  # any time trigger registered; lets `due` skip its scan
 
     # -- registration ---------------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class TriggerEngine:
 
     def _reindex(self) -> None:
         self._by_tool = {}
+        self._timed = any(isinstance(t.spec.when, TimeWhen) for t in self._triggers.values())
         for trigger in self._triggers.values():
             if isinstance(trigger.spec.when, ActionWhen):
                 self._by_tool.setdefault(trigger.spec.when.tool, []).append(trigger)
@@ -192,6 +194,11 @@ class TriggerEngine:
                 out += self._schedule(Firing(trigger, now, args, result), when.delay, now)
         return out
 
+    @property
+    def empty(self) -> bool:
+        """Whether no trigger is registered (lets the gateway skip all trigger work)."""
+        return not self._triggers
+
     def state_triggers(self, role: str) -> list[ArmedTrigger]:
         """Armed state triggers that watch this role."""
         return [
@@ -219,7 +226,7 @@ class TriggerEngine:
 
     def due(self, now: datetime | None) -> list[Firing]:
         """Queued and time firings whose moment has come, in time order."""
-        if now is None:
+        if now is None or not (self._queue or self._timed):
             return []
         out: list[tuple[datetime, int, Firing]] = []
         while self._queue and self._queue[0][0] <= now:
