@@ -98,6 +98,19 @@ class Environment:
                 tools[t.name] = t
 
         for i, tspec in enumerate(spec.tools):
+            if tspec.method is not None:
+                if tspec.method not in tools:
+                    raise DocumentError(
+                        file, f"tools[{i}].method", f"the class has no tool {tspec.method!r}"
+                    )
+                tools[tspec.method] = tools[tspec.method].with_options(
+                    description=tspec.description,
+                    roles=tuple(tspec.roles) if tspec.roles is not None else None,
+                    kind=tspec.kind,
+                    duration=tspec.duration,
+                    timeout=tspec.timeout,
+                )
+                continue
             for t in _tools_of(tspec, spec, base, file, f"tools[{i}]"):
                 if t.name in tools:
                     raise DocumentError(file, f"tools[{i}]", f"a second tool named {t.name!r}")
@@ -110,6 +123,12 @@ class Environment:
         except StateError as exc:
             raise DocumentError(file, "seed", str(exc)) from None
 
+        for i, rule in enumerate(spec.access):
+            for j, tool_name in enumerate([] if rule.tools == "*" else rule.tools):
+                if tool_name not in tools and tool_name != "get_time":
+                    raise DocumentError(
+                        file, f"access[{i}].tools[{j}]", f"unknown tool {tool_name!r}"
+                    )
         roles = tuple(spec.role_names)
         for tool_ in tools.values():
             for role in tool_.roles or ():

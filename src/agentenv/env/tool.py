@@ -55,6 +55,17 @@ class ToolContext:
     now: datetime
     principal: Principal
     instance_id: str = "default"
+    spent: timedelta = timedelta(0)
+
+    def spend(self, duration: float | timedelta) -> None:
+        """Let this call take longer than the tool's declared duration (e.g. a `wait` tool).
+
+        The virtual clock moves by the extra time once the call succeeds.
+        """
+        extra = duration if isinstance(duration, timedelta) else timedelta(seconds=duration)
+        if extra < timedelta(0):
+            raise ValueError("a call cannot spend negative time")
+        self.spent += extra
 
 
 @dataclass(frozen=True)
@@ -199,7 +210,12 @@ class Tool:
             def invoke(ctx: ToolContext, args: dict[str, Any]) -> Any:
                 return fn(**args)
 
-        roles = overrides.pop("roles", None)
+        def pick(key: str) -> Any:
+            # A document's value wins over the decorator's, even when it is 0 or empty.
+            value = overrides.pop(key, None)
+            return getattr(options, key) if value is None else value
+
+        roles = pick("roles")
         return cls(
             name=name,
             description=description.strip(),
@@ -207,10 +223,10 @@ class Tool:
             args_model=args_model,
             invoke=invoke,
             is_async=is_async,
-            roles=tuple(roles) if roles is not None else options.roles,
-            kind=overrides.pop("kind", None) or options.kind,
-            duration=overrides.pop("duration", None) or options.duration,
-            timeout=overrides.pop("timeout", None) or options.timeout,
+            roles=tuple(roles) if roles is not None else None,
+            kind=pick("kind"),
+            duration=pick("duration"),
+            timeout=pick("timeout"),
             blocking=options.blocking,
             source=f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', name)}",
             **overrides,

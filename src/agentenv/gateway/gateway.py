@@ -245,10 +245,14 @@ class Gateway:
                 problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
             except Exception as exc:  # a tool's own bug: the caller gets it as a tool error
                 problem = _Problem("tool_error", f"{type(exc).__name__}: {exc}")
-        if ran and kind == "call" and inst.clock.mode == "stepped" and tool is not None:
-            inst.clock.advance(
-                tool.duration if tool.duration is not None else inst.clock.default_duration
-            )
+        if ran and kind == "call" and tool is not None:
+            if inst.clock.mode == "stepped":
+                declared = tool.duration
+                inst.clock.advance(
+                    declared if declared is not None else inst.clock.default_duration
+                )
+            if problem is None and ctx.spent:
+                inst.clock.advance(ctx.spent)
         error = CallError(kind=problem.kind, message=problem.message) if problem else None
         if error is not None:
             value, text = None, f"Error: {error.message}"

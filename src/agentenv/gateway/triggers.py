@@ -251,14 +251,18 @@ class TriggerEngine:
         """Record how a firing ended and set the trigger's next status."""
         trigger = firing.trigger
         trigger.fired += 1
-        if error is not None:
-            trigger.status, trigger.error = "failed", error
-            self.log(trigger.id, "failed", now, error)
-            return
-        self.log(trigger.id, "fired", now)
         when = trigger.spec.when
         repeats = isinstance(when, ActionWhen | StateWhen) and when.repeat
         pending = any(q[2].trigger is trigger for q in self._queue)
+        if error is not None:
+            # A trigger that fires again (repeat, `every`, or already queued) stays armed:
+            # one failed firing must not silence the rest. Its last error is kept.
+            trigger.error = error
+            self.log(trigger.id, "failed", now, error)
+            again = repeats or pending or (isinstance(when, TimeWhen) and trigger.next_due)
+            trigger.status = ("queued" if pending else "armed") if again else "failed"
+            return
+        self.log(trigger.id, "fired", now)
         if isinstance(when, TimeWhen):
             trigger.status = "armed" if trigger.next_due is not None else "fired"
         elif pending:

@@ -85,6 +85,10 @@ class ToolSpec(_Doc):
     """
 
     function: str | None = Field(default=None, description="'file.py:name' or 'package.mod:name'")
+    method: str | None = Field(
+        default=None,
+        description="Class-backed environments: the method whose options this entry sets.",
+    )
     module: str | None = Field(default=None, description="'file.py' or 'package.mod'")
     crud: CrudSpec | None = None
     name: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -97,10 +101,12 @@ class ToolSpec(_Doc):
 
     @model_validator(mode="after")
     def _one_source(self) -> ToolSpec:
-        sources = [k for k in ("function", "module", "crud") if getattr(self, k) is not None]
+        sources = [
+            k for k in ("function", "module", "crud", "method") if getattr(self, k) is not None
+        ]
         if len(sources) != 1:
             raise ValueError(
-                "a tool needs exactly one of 'function', 'module' or 'crud'"
+                "a tool needs exactly one of 'function', 'module', 'crud' or 'method'"
                 + (f" (has {', '.join(sources)})" if sources else "")
             )
         if self.crud is not None and self.name is None:
@@ -185,6 +191,8 @@ class EnvironmentSpec(_Doc):
         if self.default_role is not None and self.default_role not in roles:
             problems.append((("default_role",), _unknown_role(self.default_role, roles)))
         for i, tool in enumerate(self.tools):
+            if tool.method is not None and self.class_ is None:
+                problems.append((("tools", i, "method"), "'method' needs a 'class' environment"))
             if tool.crud is not None and tool.crud.collection not in self.state:
                 known = ", ".join(self.state) or "none"
                 problems.append(
