@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import anyio
 import typer
 
 from agentenv.cli._common import console, fail, load_env
+from agentenv.env import Environment
 from agentenv.gateway import Gateway, GatewayError
-from agentenv.gateway.auth import is_loopback, parse_tokens
+from agentenv.gateway.auth import Authenticator, is_loopback, parse_tokens
 from agentenv.serve._http import DEFAULT_MAX_BODY
+from agentenv.serve.mcp import McpAdapter
 from agentenv.serve.server import make_server
 
 
@@ -30,9 +33,18 @@ def serve(
         int, typer.Option(help="Largest request body, in bytes.")
     ] = DEFAULT_MAX_BODY,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    stdio: Annotated[
+        bool,
+        typer.Option(
+            "--stdio", help="Speak MCP over stdin/stdout instead (for clients that spawn servers)."
+        ),
+    ] = False,
 ) -> None:
-    """Serve an environment: card, /step, clock, triggers, trajectory, data plane."""
+    """Serve an environment: card, /step and MCP (/mcp) on one port, or MCP over stdio."""
     env = load_env(path)
+    if stdio:
+        _serve_stdio(env)
+        return
     try:
         tokens = parse_tokens(token or [])
     except ValueError as exc:
@@ -60,3 +72,13 @@ def serve(
         gateway, host=host, port=port, tokens=tokens, max_body=max_body, log_level=log_level
     )
     server.run()
+
+
+def _serve_stdio(env: Environment) -> None:
+    # stdout belongs to the MCP protocol now: say nothing there.
+    try:
+        gateway = Gateway(env)
+    except GatewayError as exc:
+        fail(str(exc))
+    auth = Authenticator(default_role=env.default_role)
+    anyio.run(McpAdapter(gateway, auth).run_stdio)

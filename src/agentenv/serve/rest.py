@@ -242,16 +242,26 @@ def create_app(
     auth: Authenticator | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     tick_seconds: float = 0.25,
-    interfaces: list[Interface] | None = None,
-    lifespans: list[Lifespan] | None = None,
+    mcp: bool = True,
+    loopback: bool = True,
 ) -> FastAPI:
-    """The ASGI app serving `gateway`. Run it with uvicorn (see `serve.server.serve`).
+    """The ASGI app serving `gateway`: REST, the data plane and (with `mcp`) MCP over
+    Streamable HTTP at `/mcp`. Run it with uvicorn (see `serve.server.make_server`).
 
     `auth` defaults to trusted local mode. A background task fires time triggers of
-    wall-clock instances every `tick_seconds`. `lifespans` are entered with the app's
-    (the MCP session manager uses this).
+    wall-clock instances every `tick_seconds`. `loopback` turns on the MCP SDK's
+    Host/Origin checks against DNS rebinding.
     """
     auth = auth or Authenticator(default_role=gateway.env.default_role)
+    interfaces: list[Interface] = []
+    lifespans: list[Lifespan] = []
+    mcp_http = None
+    if mcp:
+        from agentenv.serve.mcp import MCP_PATH, McpAdapter
+
+        mcp_http = McpAdapter(gateway, auth).http(loopback=loopback)
+        interfaces.append(Interface(url=MCP_PATH, transport="mcp"))
+        lifespans.append(mcp_http.lifespan)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -262,7 +272,7 @@ def create_app(
 
         task = asyncio.create_task(ticker())
         async with contextlib.AsyncExitStack() as stack:
-            for extra in lifespans or []:
+            for extra in lifespans:
                 await stack.enter_async_context(extra(app))
             try:
                 yield
@@ -278,7 +288,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.gateway = gateway
-    router = _routes(gateway, auth, interfaces or [])
+    router = _routes(gateway, auth, interfaces)
     app.include_router(router)
     app.include_router(router, prefix="/instances/{instance_id}")
 
@@ -324,6 +334,8 @@ def create_app(
         return _json({"dropped": instance_id})
 
     _install_error_handlers(app)
+    if mcp_http is not None:
+        app.router.routes.extend(mcp_http.routes())
     app.add_middleware(BodyLimit, max_bytes=max_body)
     return app
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import uvicorn
 
 from agentenv.gateway import Gateway
-from agentenv.gateway.auth import Authenticator
+from agentenv.gateway.auth import Authenticator, is_loopback
 from agentenv.serve._http import DEFAULT_MAX_BODY
 from agentenv.serve.rest import create_app
 
@@ -24,6 +24,6 @@ def make_server(
     """A uvicorn server for the gateway's app; trusted local mode only on loopback with no
     tokens. Call `.run()` (blocking) or `await .serve()`."""
     auth = Authenticator.for_host(host, tokens, default_role=gateway.env.default_role)
-    app = create_app(gateway, auth=auth, max_body=max_body)
+    app = create_app(gateway, auth=auth, max_body=max_body, loopback=is_loopback(host))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
     return uvicorn.Server(config)
