@@ -11,11 +11,13 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from agentenv.env import compose
 from agentenv.env.classenv import ClassBinding, class_tools
 from agentenv.env.crud import build_crud_tool
 from agentenv.env.tool import Tool, tool_options
@@ -27,9 +29,9 @@ from agentenv.spec.environment import (
     ToolSpec,
 )
 from agentenv.spec.errors import DocumentError
-from agentenv.spec.loader import load_environment_spec
+from agentenv.spec.loader import find_environment_file, load_environment_spec
 from agentenv.spec.triggers import TriggerRegistration
-from agentenv.state import CollectionInfo, Snapshot, State, StateError
+from agentenv.state import SEPARATOR, CollectionInfo, Snapshot, State, StateError
 
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -50,6 +52,7 @@ class Environment:
     access: tuple[AccessRuleSpec, ...] = ()
     role_descriptions: dict[str, str] = field(default_factory=dict)
     source: Path | None = None
+    children: tuple[tuple[str, Environment], ...] = ()
 
     def new_state(self) -> State:
         """A fresh state forked from the seed; cheap (copy on write)."""
@@ -116,6 +119,27 @@ class Environment:
                     raise DocumentError(file, f"tools[{i}]", f"a second tool named {t.name!r}")
                 tools[t.name] = t
 
+        children = _load_children(spec, base, file)
+        roles = list(spec.role_names)
+        access = list(spec.access)
+        triggers = list(spec.triggers.triggers)
+        clock = spec.clock
+        for alias, child in children:
+            for name, info in compose.child_collections(alias, child.seed.infos()).items():
+                collections[name] = info
+            for name, rows in child.seed.to_dict().items():
+                records[compose.namespaced(alias, name)] = rows
+            for child_tool in child.tools.values():
+                tools[compose.namespaced(alias, child_tool.name)] = compose.child_tool(
+                    alias, child_tool
+                )
+            roles += [r for r in child.roles if r not in roles]
+            access = compose.child_access(alias, child.access) + access
+            triggers += compose.child_triggers(alias, child.triggers)
+            if clock.start is None and child.clock.start is not None:
+                clock = child.clock
+        registration = spec.triggers.model_copy(update={"triggers": triggers})
+
         for name, rows in spec.seed.items():
             records[name] = list(rows)  # type: ignore[arg-type]
         try:
@@ -124,12 +148,17 @@ class Environment:
             raise DocumentError(file, "seed", str(exc)) from None
 
         for i, rule in enumerate(spec.access):
+            if rule.role != "*" and rule.role not in roles:
+                raise DocumentError(
+                    file,
+                    f"access[{i}].role",
+                    f"unknown role {rule.role!r} (roles: {', '.join(roles)})",
+                )
             for j, tool_name in enumerate([] if rule.tools == "*" else rule.tools):
-                if tool_name not in tools and tool_name != "get_time":
+                if not _names_tools(tool_name, tools):
                     raise DocumentError(
                         file, f"access[{i}].tools[{j}]", f"unknown tool {tool_name!r}"
                     )
-        roles = tuple(spec.role_names)
         for tool_ in tools.values():
             for role in tool_.roles or ():
                 if role not in roles:
@@ -138,19 +167,22 @@ class Environment:
                         f"tools.{tool_.name}.roles",
                         f"unknown role {role!r} (roles: {', '.join(roles)})",
                     )
+        descriptions = {r: d for _, c in children for r, d in c.role_descriptions.items()}
+        descriptions.update({r.name: r.description for r in spec.roles})
         return cls(
             name=spec.name,
             version=spec.version,
             description=spec.description,
-            roles=roles,
+            roles=tuple(roles),
             default_role=spec.default_role or roles[0],
-            role_descriptions={r.name: r.description for r in spec.roles},
+            role_descriptions=descriptions,
             tools=tools,
             seed=state.snapshot(),
-            clock=spec.clock,
-            triggers=spec.triggers,
-            access=tuple(spec.access),
+            clock=clock,
+            triggers=registration,
+            access=tuple(access),
             source=Path(file) if file else None,
+            children=tuple(children),
         )
 
     @classmethod
@@ -175,6 +207,40 @@ class Environment:
             }
         )
         return cls.from_spec(spec, target_class=target)
+
+
+_LOADING: ContextVar[frozenset[Path]] = ContextVar("agentenv_loading", default=frozenset())
+
+
+def _load_children(spec: EnvironmentSpec, base: Path, file: Any) -> list[tuple[str, Environment]]:
+    """Load the `compose:` children, refusing a document that composes itself."""
+    children = []
+    for i, entry in enumerate(spec.compose):
+        where = f"compose[{i}].env"
+        try:
+            child_file = find_environment_file(base / entry.env).resolve()
+        except DocumentError as exc:
+            raise DocumentError(file, where, exc.problem) from None
+        loading = _LOADING.get() | ({Path(file).resolve()} if file else set())
+        if child_file in loading:
+            raise DocumentError(file, where, f"{entry.env!r} composes itself (a cycle)")
+        token = _LOADING.set(loading)
+        try:
+            child = Environment.load(child_file)
+        finally:
+            _LOADING.reset(token)
+        alias = entry.as_ or child.name
+        if SEPARATOR in alias or not alias.replace("-", "").replace("_", "").isalnum():
+            raise DocumentError(file, where, f"{alias!r} cannot be a namespace; set 'as'")
+        children.append((alias, child))
+    return children
+
+
+def _names_tools(name: str, tools: dict[str, Tool]) -> bool:
+    """Whether an access rule's tool name (or `prefix*`) addresses any tool."""
+    if name.endswith("*") and len(name) > 1:
+        return any(t.startswith(name[:-1]) for t in tools)
+    return name in tools or name == "get_time"
 
 
 def _tools_of(

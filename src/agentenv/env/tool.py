@@ -18,7 +18,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentenv.spec.wire import ToolInfo
-from agentenv.state import State
+from agentenv.state import State, StateView
 
 ToolKind = Literal["read", "write"]
 
@@ -51,7 +51,7 @@ SYSTEM = Principal(role="system", name="agentenv", admin=True)
 class ToolContext:
     """What a tool sees besides its arguments: the state, the time and the caller."""
 
-    state: State
+    state: State | StateView
     now: datetime
     principal: Principal
     instance_id: str = "default"

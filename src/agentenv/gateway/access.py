@@ -1,7 +1,8 @@
 """Tool access (RBAC): which role may call which tool, changeable at run time.
 
 Rules are looked up for the caller's role, then for the wildcard role `*`; for each, a
-rule about the tool is taken before a rule about `*` (all tools). With no rule, a tool is
+rule about the tool is taken before a `prefix*` rule (the longest; `email__*` covers a
+composed child's tools), before a rule about `*` (all tools). With no rule, a tool is
 allowed unless it declares roles and the caller's is not among them. The system principal
 passes every rule: trigger actions and control operations are not agents.
 """
@@ -22,6 +23,7 @@ class AccessControl:
 
     def __init__(self, rules: Iterable[AccessRuleSpec] = ()) -> None:
         self._rules: dict[str, dict[str, bool]] = {}
+        self._patterns = False  # any `prefix*` rule; lets the common case skip the scan
         for rule in rules:
             self.apply(rule.role, rule.action, rule.tools)
 
@@ -35,6 +37,12 @@ class AccessControl:
             return
         table = self._rules.setdefault(role, {})
         for name in tools:
+            if name.endswith(WILDCARD):
+                # `email__*`: every tool of a composed child; narrower rules of it give way.
+                prefix = name[:-1]
+                for other in [n for n in table if n != WILDCARD and n.startswith(prefix)]:
+                    del table[other]
+                self._patterns = True
             table[name] = allowed
 
     def allowed(self, role: str, tool: Tool) -> bool:
@@ -45,6 +53,8 @@ class AccessControl:
             table = self._rules.get(who)
             if table:
                 verdict = table.get(tool.name)
+                if verdict is None and self._patterns:
+                    verdict = _by_prefix(table, tool.name)
                 if verdict is None:
                     verdict = table.get(WILDCARD)
                 if verdict is not None:
@@ -54,3 +64,13 @@ class AccessControl:
     def rules(self) -> dict[str, dict[str, bool]]:
         """The current rules: role -> tool (or `*`) -> allowed."""
         return {role: dict(table) for role, table in self._rules.items()}
+
+
+def _by_prefix(table: dict[str, bool], name: str) -> bool | None:
+    """The verdict of the longest `prefix*` rule that matches `name`, if any."""
+    best: tuple[int, bool] | None = None
+    for pattern, verdict in table.items():
+        matches = len(pattern) > 1 and pattern.endswith(WILDCARD) and name.startswith(pattern[:-1])
+        if matches and (best is None or len(pattern) > best[0]):
+            best = (len(pattern), verdict)
+    return None if best is None else best[1]

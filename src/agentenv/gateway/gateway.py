@@ -31,7 +31,7 @@ from agentenv.gateway.results import CallResult
 from agentenv.gateway.triggers import TriggersState
 from agentenv.spec.triggers import CheckStep, TriggerRegistration
 from agentenv.spec.wire import CallError, DataPart, Part, ToolInfo
-from agentenv.state import State, StateError
+from agentenv.state import SEPARATOR, State, StateError
 from agentenv.state.diff import diff
 
 DEFAULT_INSTANCE = "default"
@@ -446,7 +446,7 @@ class Gateway:
             name=self.env.name,
             version=self.env.version,
             instance=inst.id,
-            servers=[{"name": self.env.name, "tools": sorted(self.env.tools)}],
+            servers=_servers(self.env),
             tools=tools,
             changelog_id=inst.state.changes,
             state_hash=inst.state.hash(),
@@ -559,3 +559,17 @@ def _merge(state: State, fork: State) -> None:
             state.put(coll, record)
         for record_change in change.changed.values():
             state.put(coll, record_change.after)
+
+
+def _servers(env: Environment) -> list[dict[str, Any]]:
+    """The environment and its composed children, each with the tools it serves."""
+    out = []
+    nested = {f"{alias}{SEPARATOR}" for alias, _ in env.children}
+    own = [t for t in env.tools if not any(t.startswith(p) for p in nested)]
+    out.append({"name": env.name, "namespace": "", "tools": sorted(own)})
+    for alias, child in env.children:
+        for server in _servers(child):
+            namespace = f"{alias}{SEPARATOR}{server['namespace']}"
+            tools = [f"{alias}{SEPARATOR}{t}" for t in server["tools"]]
+            out.append({"name": server["name"], "namespace": namespace, "tools": tools})
+    return out

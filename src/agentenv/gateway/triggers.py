@@ -126,7 +126,8 @@ class TriggerEngine:
         """Add triggers (replacing any with the same id). All or nothing."""
         armed: list[ArmedTrigger] = []
         for spec in registration.triggers:
-            trigger = ArmedTrigger(spec, registration.watch_roles, registration.executor)
+            watch = spec.watch_roles if spec.watch_roles is not None else registration.watch_roles
+            trigger = ArmedTrigger(spec, watch, registration.executor)
             when = spec.when
             if isinstance(when, ActionWhen | StateWhen) and when.delay and now is None:
                 raise TriggerError(f"trigger {spec.id!r}: 'delay' needs an armed clock")

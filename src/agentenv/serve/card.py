@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentenv.env.environment import Environment
 from agentenv.env.tool import Principal
 from agentenv.gateway import Gateway
 from agentenv.gateway.gateway import DEFAULT_INSTANCE
@@ -19,6 +20,7 @@ from agentenv.spec.card import (
 )
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import RemoveTriggersBody, SetTimeBody, StepRequest, ToolAccessBody
+from agentenv.state import SEPARATOR
 
 DATA_OPERATIONS = ["data/reset", "data/add", "data/get"]
 
@@ -87,6 +89,8 @@ def build_card(
     the card can be used as it stands.
     """
     env = gateway.env
+    interfaces = [Interface(url=prefix + i.url, transport=i.transport) for i in interfaces or []]
+    visible = gateway.list_tools(principal, instance)
     extensions = [
         Extension(
             uri=uri,
@@ -105,18 +109,25 @@ def build_card(
         )
         for uri, description, methods in _EXTENSIONS
     ]
-    return EnvironmentCard(
-        name=env.name,
-        description=env.description,
-        version=env.version,
-        url=prefix + "/agentenv",
-        additionalInterfaces=[
-            Interface(url=prefix + i.url, transport=i.transport) for i in interfaces or []
-        ],
-        capabilities=Capabilities(
-            tools=gateway.list_tools(principal, instance),
-            extensions=extensions,
-            operations=list(DATA_OPERATIONS),
-        ),
-        children_environments=None,
-    )
+
+    def card_of(node: Environment, namespace: str) -> EnvironmentCard:
+        # A child is served by the same gateway: same endpoints, its tools under their
+        # served (namespaced) names.
+        children = [
+            card_of(child, f"{namespace}{alias}{SEPARATOR}") for alias, child in node.children
+        ]
+        return EnvironmentCard(
+            name=node.name,
+            description=node.description,
+            version=node.version,
+            url=prefix + "/agentenv",
+            additionalInterfaces=interfaces,
+            capabilities=Capabilities(
+                tools=[t for t in visible if t.name.startswith(namespace)],
+                extensions=extensions,
+                operations=list(DATA_OPERATIONS),
+            ),
+            children_environments=children or None,
+        )
+
+    return card_of(env, "")

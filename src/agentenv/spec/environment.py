@@ -9,6 +9,7 @@ the clock defaults, the triggers and the tool-access rules. See docs/documents.m
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -149,6 +150,19 @@ class AccessRuleSpec(_Doc):
     tools: list[str] | Literal["*"]
 
 
+class ComposeSpec(_Doc):
+    """A child environment: a document path (relative to this one) and its namespace.
+
+    The child's tools are served as `<as>__<tool>` and its collections stored as
+    `<as>__<collection>`; `as` defaults to the child's name.
+    """
+
+    env: str
+    as_: str | None = Field(
+        default=None, alias="as", pattern=r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$"
+    )
+
+
 class EnvironmentSpec(_Doc):
     """An environment, as a document. Load it with `load_environment_spec`."""
 
@@ -174,6 +188,9 @@ class EnvironmentSpec(_Doc):
     clock: ClockSpec = Field(default_factory=ClockSpec)
     triggers: TriggerRegistration = Field(default_factory=TriggerRegistration)
     access: list[AccessRuleSpec] = Field(default_factory=list)
+    compose: list[ComposeSpec] = Field(
+        default_factory=list, description="Child environments served as one (see composition)."
+    )
 
     @field_validator("triggers", mode="before")
     @classmethod
@@ -204,7 +221,15 @@ class EnvironmentSpec(_Doc):
             for j, role in enumerate(tool.roles or []):
                 if role not in roles:
                     problems.append((("tools", i, "roles", j), _unknown_role(role, roles)))
+        seen_alias: set[str] = set()
+        for i, child in enumerate(self.compose):
+            alias = child.as_ or Path(child.env).name
+            if alias in seen_alias:
+                problems.append((("compose", i), f"a second child named {alias!r}; set 'as'"))
+            seen_alias.add(alias)
         for i, rule in enumerate(self.access):
+            if self.compose:  # children bring roles of their own; checked once they are loaded
+                break
             if rule.role != "*" and rule.role not in roles:
                 problems.append((("access", i, "role"), _unknown_role(rule.role, roles)))
         for name in self.seed:

@@ -183,6 +183,9 @@ class TriggerSpec(_Doc):
 
     id: str = Field(min_length=1)
     description: str = ""
+    watch_roles: list[str] | None = Field(
+        default=None, description="Ours: overrides the registration's watch_roles for this one."
+    )
     when: When
     actions: list[Action] = Field(min_length=1)
     barrier: Barrier | None = None

@@ -10,8 +10,10 @@ from agentenv.state.errors import (
     UnknownCollection,
 )
 from agentenv.state.store import CollectionInfo, Record, Snapshot, State
+from agentenv.state.view import SEPARATOR, StateView
 
 __all__ = [
+    "SEPARATOR",
     "CollectionDiff",
     "CollectionInfo",
     "Record",
@@ -23,6 +25,7 @@ __all__ = [
     "State",
     "StateDiff",
     "StateError",
+    "StateView",
     "UnknownCollection",
     "canonical_json",
     "diff",

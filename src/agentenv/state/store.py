@@ -98,6 +98,10 @@ class Snapshot:
         """All records, by collection, as JSON data."""
         return _dump(self._tables)
 
+    def infos(self) -> dict[str, CollectionInfo]:
+        """Key field and schema of every collection."""
+        return {name: table.info for name, table in self._tables.items()}
+
 
 def _hash_tables(tables: Mapping[str, _Table]) -> str:
     total = 0
