@@ -10,6 +10,7 @@ from agentenv.env import (
     load_environment,
     tool,
 )
+from agentenv.episodes import Episode, EpisodeSpec, Task, Turn
 from agentenv.gateway import CallResult, Gateway
 from agentenv.spec import DocumentError, EnvironmentSpec, load_environment_spec
 from agentenv.state import Snapshot, State, StateDiff, diff
@@ -22,14 +23,18 @@ __all__ = [
     "DocumentError",
     "Environment",
     "EnvironmentSpec",
+    "Episode",
+    "EpisodeSpec",
     "Gateway",
     "Principal",
     "Snapshot",
     "State",
     "StateDiff",
+    "Task",
     "Tool",
     "ToolContext",
     "ToolError",
+    "Turn",
     "__version__",
     "diff",
     "load_environment",

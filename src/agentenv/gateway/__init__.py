@@ -2,6 +2,7 @@
 
 from agentenv.gateway.access import AccessControl
 from agentenv.gateway.auth import ADMIN_ROLE, Authenticator, AuthError, is_loopback, parse_tokens
+from agentenv.gateway.client import Binding, ToolClient
 from agentenv.gateway.clock import ClockState, VirtualClock
 from agentenv.gateway.gateway import (
     DEFAULT_INSTANCE,
@@ -26,6 +27,7 @@ __all__ = [
     "AccessControl",
     "AuthError",
     "Authenticator",
+    "Binding",
     "CallResult",
     "ClockError",
     "ClockState",
@@ -36,6 +38,7 @@ __all__ = [
     "GatewayStatus",
     "Instance",
     "LogEntry",
+    "ToolClient",
     "Trajectory",
     "TrajectoryRecord",
     "TriggerEngine",

@@ -31,7 +31,7 @@ from agentenv.gateway.results import CallResult
 from agentenv.gateway.triggers import TriggersState
 from agentenv.spec.triggers import CheckStep, TriggerRegistration
 from agentenv.spec.wire import CallError, DataPart, Part, ToolInfo
-from agentenv.state import SEPARATOR, State, StateError
+from agentenv.state import SEPARATOR, Snapshot, State, StateError
 from agentenv.state.diff import diff
 
 DEFAULT_INSTANCE = "default"
@@ -128,12 +128,15 @@ class Gateway:
         except KeyError:
             raise UnknownInstance(f"no instance {instance_id!r}") from None
 
-    def create_instance(self, instance_id: str | None = None) -> Instance:
-        """Fork a fresh instance from the seeded snapshot (own state, clock, triggers, record)."""
+    def create_instance(
+        self, instance_id: str | None = None, *, state: Snapshot | None = None
+    ) -> Instance:
+        """Fork a fresh instance (own state, clock, triggers, record) from the seeded
+        snapshot, or from `state` (e.g. to replay a reference solution from a mid-task state)."""
         instance_id = instance_id or uuid.uuid4().hex[:12]
         if instance_id in self._instances:
             raise GatewayError(f"instance {instance_id!r} already exists")
-        inst = Instance.create(instance_id, self.env)
+        inst = Instance.create(instance_id, self.env, state)
         if self.env.triggers.triggers:
             self._firer.register(inst, self.env.triggers)
         self._instances[instance_id] = inst
@@ -145,6 +148,16 @@ class Gateway:
             raise GatewayError("the default instance cannot be dropped")
         self.instance(instance_id)
         del self._instances[instance_id]
+
+    async def restore(
+        self, principal: Principal, snapshot: Snapshot, *, instance: str = DEFAULT_INSTANCE
+    ) -> None:
+        """Put an instance's state back to a snapshot (task retries roll back this way)."""
+        self._control(principal)
+        inst = self.instance(instance)
+        async with inst.lock:
+            inst.state.restore(snapshot)
+            self._note(inst, principal, "state_restore", snapshot.hash())
 
     # -- tools ------------------------------------------------------------------------------
 

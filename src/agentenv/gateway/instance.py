@@ -12,7 +12,7 @@ from agentenv.gateway.clock import VirtualClock
 from agentenv.gateway.trajectory import Trajectory
 from agentenv.gateway.triggers import TriggerEngine
 from agentenv.spec.wire import Part
-from agentenv.state import State
+from agentenv.state import Snapshot, State
 
 
 @dataclass
@@ -34,12 +34,14 @@ class Instance:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, instance_id: str, env: Environment) -> Instance:
+    def create(
+        cls, instance_id: str, env: Environment, snapshot: Snapshot | None = None
+    ) -> Instance:
         """A fresh instance forked from the environment's seeded snapshot (triggers are
         registered by the gateway, which checks them against the tools)."""
         return cls(
             id=instance_id,
-            state=env.new_state(),
+            state=snapshot.fork() if snapshot is not None else env.new_state(),
             clock=VirtualClock.from_spec(env.clock),
             access=AccessControl(env.access),
             triggers=TriggerEngine(),

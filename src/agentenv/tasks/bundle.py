@@ -1,0 +1,122 @@
+"""Bundles: folders of environments, tasks and agents, and the local catalog of tasks.
+
+A bundle is a folder with any of `envs/<name>/`, `tasks/<name>.json|yaml`,
+`agents/<name>/`, `evals/<name>.toml`, `skills/<name>/SKILL.md`, `artifacts/<name>/`, and
+a README.md whose text is its description. A task is named `<bundle>/<task>`.
+
+The catalog searches, in order: the folders in `AGENTENV_PATH` (os.pathsep-separated),
+the current folder and its `bundles/` and `examples/bundles/`, and the examples that come
+with a source checkout of agentenv.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agentenv.env.environment import Environment
+from agentenv.spec.errors import DocumentError
+from agentenv.spec.loader import ENV_FILE_NAMES, read_document
+from agentenv.spec.task import TaskSpec
+
+TASK_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def load_task_spec(path: Path) -> TaskSpec:
+    """Read and check a task document (a list of steps, or a document with `steps:`)."""
+    data = read_document(path)
+    if isinstance(data, dict) and "name" not in data:
+        data = {**data, "name": path.stem}
+    elif isinstance(data, list):
+        data = {"name": path.stem, "steps": data}
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise DocumentError.from_validation(exc, path) from None
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle folder."""
+
+    path: Path
+
+    @property
+    def name(self) -> str:
+        """The folder's name."""
+        return self.path.name
+
+    @property
+    def description(self) -> str:
+        """The README's text, or ''."""
+        readme = self.path / "README.md"
+        return readme.read_text(encoding="utf-8") if readme.is_file() else ""
+
+    def task_files(self) -> list[Path]:
+        """The task documents, sorted by name."""
+        folder = self.path / "tasks"
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.suffix in TASK_SUFFIXES and p.is_file())
+
+    def task_file(self, name: str) -> Path | None:
+        """The document of the task called `name`, if any."""
+        for path in self.task_files():
+            if path.stem == name:
+                return path
+        return None
+
+    def env_path(self, name: str) -> Path | None:
+        """The folder of the bundle environment called `name`, if any."""
+        folder = self.path / "envs" / name
+        if any((folder / f).is_file() for f in ENV_FILE_NAMES):
+            return folder
+        return None
+
+    def resolve_env(self, ref: str) -> Environment | None:
+        """A bundle environment by name (None if the bundle has none by that name)."""
+        path = self.env_path(ref)
+        return Environment.load(path) if path else None
+
+    @staticmethod
+    def is_bundle(path: Path) -> bool:
+        """Whether a folder looks like a bundle (has tasks/ or envs/)."""
+        return path.is_dir() and ((path / "tasks").is_dir() or (path / "envs").is_dir())
+
+
+def search_path() -> list[Path]:
+    """Where bundles are looked for, in order."""
+    paths = [Path(p) for p in os.environ.get("AGENTENV_PATH", "").split(os.pathsep) if p]
+    cwd = Path.cwd()
+    paths += [cwd, cwd / "bundles", cwd / "examples" / "bundles"]
+    checkout = Path(__file__).resolve().parents[3] / "examples" / "bundles"
+    paths.append(checkout)
+    seen: list[Path] = []
+    for p in paths:
+        resolved = p.resolve()
+        if resolved not in seen and resolved.is_dir():
+            seen.append(resolved)
+    return seen
+
+
+def iter_bundles(paths: list[Path] | None = None) -> Iterator[Bundle]:
+    """Every bundle on the search path (a folder on the path, or its sub-folders)."""
+    seen: set[str] = set()
+    for folder in paths if paths is not None else search_path():
+        candidates = [folder] if Bundle.is_bundle(folder) else sorted(folder.iterdir())
+        for candidate in candidates:
+            if Bundle.is_bundle(candidate) and candidate.name not in seen:
+                seen.add(candidate.name)
+                yield Bundle(candidate)
+
+
+def find_bundle(name: str, paths: list[Path] | None = None) -> Bundle | None:
+    """The first bundle called `name` on the search path."""
+    for bundle in iter_bundles(paths):
+        if bundle.name == name:
+            return bundle
+    return None

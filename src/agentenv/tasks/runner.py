@@ -1,0 +1,240 @@
+"""Running a task: validate its steps, then run them in waves of the dependency graph.
+
+Steps whose dependencies are met run concurrently (one wave at a time, waves from stdlib
+`graphlib`). Each step has an optional timeout. A failed step with a `retry_config`
+sends the run back to its target step (rolling environment state back to what it was
+when the target started, for `retry_from_step_id`) at most `max_retries` times. A failed
+step with `fail_task_on_error` (the default) stops the task: what is running finishes,
+the rest is skipped. Every step's start, end, status, output and error are recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from graphlib import TopologicalSorter
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agentenv.env.tool import SYSTEM
+from agentenv.registry import Registry, RegistryError
+from agentenv.spec.errors import format_location
+from agentenv.spec.task import TaskSpec, fill_placeholders
+from agentenv.state import Snapshot
+from agentenv.tasks.context import TaskContext
+from agentenv.tasks.step import STEPS, Score, Step, StepError
+
+StepStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "skipped"]
+_FAILED = ("failed", "timeout")
+
+
+class TaskError(ValueError):
+    """A task document that cannot run; names the step and the field."""
+
+
+class StepRecord(BaseModel):
+    """What happened to one step."""
+
+    id: str
+    type: str
+    status: StepStatus = "pending"
+    attempts: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    output: Any = None
+    error: str | None = None
+
+
+class TaskResult(BaseModel):
+    """The outcome of one task run."""
+
+    task: str
+    status: Literal["passed", "failed", "error"]
+    passed: bool
+    score: float | None = Field(description="The aggregate score; None when no verifier ran.")
+    scores: dict[str, Score] = Field(default_factory=dict)
+    steps: list[StepRecord] = Field(default_factory=list)
+    error: str | None = None
+
+
+def build_steps(
+    task: TaskSpec, seed: dict[str, Any] | None = None, registry: Registry[type[Step]] = STEPS
+) -> list[Step]:
+    """Instantiate and check every step (types, fields, structure); TaskError on the first
+    problem, naming the step."""
+    problems = task.structure_problems()
+    if problems:
+        loc, message = problems[0]
+        raise TaskError(f"{format_location(loc)}: {message}")
+    values = {**task.seed, **(seed or {})}
+    steps = []
+    for i, spec in enumerate(task.steps):
+        where = f"steps[{i}] ({spec.id!r})"
+        try:
+            cls = registry.get(spec.type)
+        except RegistryError as exc:
+            raise TaskError(f"{where}.type: {exc}") from None
+        try:
+            params = cls.Params.model_validate(fill_placeholders(spec.params, values))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+            raise TaskError(f"{where}.{format_location(first['loc'])}: {msg}") from None
+        steps.append(cls(spec, params))
+    return steps
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class TaskRunner:
+    """Runs one task in one context."""
+
+    def __init__(self, task: TaskSpec, ctx: TaskContext, steps: list[Step]) -> None:
+        self.task = task
+        self.ctx = ctx
+        self.steps = {s.id: s for s in steps}
+        self.order = [s.id for s in steps]
+        self.index = {sid: i for i, sid in enumerate(self.order)}
+        self.deps = task.dependencies()
+        self.records = {s.id: StepRecord(id=s.id, type=s.spec.type) for s in steps}
+        self.retries: dict[str, int] = dict.fromkeys(self.order, 0)
+        self.checkpoints: dict[str, dict[str, Snapshot]] = {}
+        self.aborted: str | None = None
+
+    async def run(self) -> TaskResult:
+        """Run to the end and summarise."""
+        budget = 1 + sum(
+            s.spec.retry_config.max_retries for s in self.steps.values() if s.spec.retry_config
+        )
+        for _ in range(budget):
+            retry = await self._pass()
+            if retry is None:
+                break
+            await self._rewind(*retry)
+        return self._result()
+
+    async def _pass(self) -> tuple[str, str] | None:
+        pending = [sid for sid in self.order if self.records[sid].status == "pending"]
+        graph = {sid: [d for d in self.deps[sid] if d in pending] for sid in pending}
+        sorter = TopologicalSorter(graph)
+        sorter.prepare()
+        while sorter.is_active():
+            wave = sorted(sorter.get_ready(), key=self.index.__getitem__)
+            runnable = []
+            for sid in wave:
+                if self.aborted or self._blocked(sid):
+                    self.records[sid].status = "skipped"
+                    self.records[sid].error = self.aborted or "a step it depends on did not succeed"
+                else:
+                    runnable.append(sid)
+            await asyncio.gather(*(self._run_one(sid) for sid in runnable))
+            sorter.done(*wave)
+            for sid in runnable:
+                record, spec = self.records[sid], self.steps[sid].spec
+                if record.status not in _FAILED:
+                    continue
+                config = spec.retry_config
+                if config is not None and self.retries[sid] < config.max_retries:
+                    self.retries[sid] += 1
+                    mode = "rollback" if config.retry_from_step_id else "goto"
+                    return config.target, mode
+                if spec.fail_task_on_error and not self.aborted:
+                    self.aborted = f"step {sid!r} failed, so the task stopped"
+        return None
+
+    def _blocked(self, sid: str) -> bool:
+        for dep in self.deps[sid]:
+            record = self.records[dep]
+            if record.status == "skipped":
+                return True
+            if record.status in _FAILED and self.steps[dep].spec.fail_task_on_error:
+                return True
+        return False
+
+    async def _rewind(self, target: str, mode: str) -> None:
+        if mode == "rollback":
+            for env_id, snapshot in self.checkpoints.get(target, {}).items():
+                deployed = self.ctx.envs.get(env_id)
+                if deployed is not None:
+                    await deployed.gateway.restore(SYSTEM, snapshot, instance=deployed.instance)
+        for sid in self.order[self.index[target] :]:
+            record = self.records[sid]
+            record.status, record.output, record.error = "pending", None, None
+            self.ctx.scores.pop(sid, None)
+            self.ctx.outputs.pop(sid, None)
+
+    async def _run_one(self, sid: str) -> None:
+        step = self.steps[sid]
+        record = self.records[sid]
+        record.status, record.attempts, record.started_at = "running", record.attempts + 1, _now()
+        record.error = None
+        self.checkpoints[sid] = self.ctx.checkpoint()
+        timeout = step.spec.timeout_seconds or step.default_timeout
+        try:
+            output = await asyncio.wait_for(step.run(self.ctx), timeout)
+            if step.is_verifier:
+                if not isinstance(output, Score):
+                    raise StepError(f"verifier returned {type(output).__name__}, not a Score")
+                self.ctx.scores[sid] = output
+                output = output.model_dump(mode="json")
+            record.status = "succeeded"
+            record.output = output
+            self.ctx.outputs[sid] = output
+        except TimeoutError:
+            record.status = "timeout"
+            record.error = f"took longer than {timeout:g} s" if timeout else "timed out"
+        except StepError as exc:
+            record.status, record.error = "failed", str(exc)
+        except Exception as exc:  # a step's own bug: reported on the step, the run goes on
+            record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            record.ended_at = _now()
+
+    def _result(self) -> TaskResult:
+        from agentenv.grading.aggregate import aggregate_task
+
+        records = [self.records[sid] for sid in self.order]
+        verifiers = [s for s in self.steps.values() if s.is_verifier]
+        scores = dict(self.ctx.scores)
+        for step in verifiers:  # a verifier that failed to run scores 0
+            if step.id not in scores and self.records[step.id].status in _FAILED:
+                scores[step.id] = Score(
+                    score=0.0, passed=False, details={"error": self.records[step.id].error}
+                )
+        score, passed = aggregate_task(self.task, scores)
+        failed = [
+            r for r in records if r.status in _FAILED and self.steps[r.id].spec.fail_task_on_error
+        ]
+        if failed:
+            status: Literal["passed", "failed", "error"] = "error"
+            passed = False
+        elif score is None:
+            status, passed = "passed", True
+        else:
+            status = "passed" if passed else "failed"
+        error = None
+        if failed:
+            error = f"step {failed[0].id!r} {failed[0].status}: {failed[0].error}"
+        return TaskResult(
+            task=self.task.name,
+            status=status,
+            passed=passed,
+            score=score,
+            scores=scores,
+            steps=records,
+            error=error,
+        )
+
+
+async def run_task(
+    task: TaskSpec,
+    ctx: TaskContext,
+    *,
+    registry: Registry[type[Step]] = STEPS,
+) -> TaskResult:
+    """Validate and run a task in `ctx`; never raises for a failing step (see the result)."""
+    steps = build_steps(task, ctx.seed, registry)
+    return await TaskRunner(task, ctx, steps).run()

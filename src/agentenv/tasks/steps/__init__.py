@@ -1,0 +1,13 @@
+"""Built-in step types, one module per family. Importing this registers them."""
+
+from agentenv.tasks.steps import (
+    collection,
+    control,
+    deploy,
+    prompting,
+    setup,
+    validators,
+    verification,
+)
+
+__all__ = ["collection", "control", "deploy", "prompting", "setup", "validators", "verification"]

@@ -1,0 +1,1 @@
+"""Built-in steps: collection family (being written)."""

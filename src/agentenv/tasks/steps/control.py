@@ -1,0 +1,1 @@
+"""Built-in steps: control family (being written)."""

@@ -1,0 +1,129 @@
+"""Deploy and setup steps: deploy_env, deploy_agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentenv.env.environment import Environment
+from agentenv.gateway import Gateway, GatewayError
+from agentenv.spec.errors import DocumentError
+from agentenv.tasks.context import DeployedAgent, DeployedAgentRequest, DeployedEnv, TaskContext
+from agentenv.tasks.step import STEPS, Step, StepError
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DeployEnvParams(_Params):
+    """Fields of `deploy_env`."""
+
+    env_id: str = Field(description="The name other steps use for this environment.")
+    env: str = Field(description="A bundle environment's name, or a path to its document.")
+
+
+@STEPS.add_builtin
+class DeployEnv(Step):
+    """Start an environment: a gateway with a fresh instance forked from its seed."""
+
+    type_name = "deploy_env"
+    Params = DeployEnvParams
+
+    async def run(self, ctx: TaskContext) -> Any:
+        p: DeployEnvParams = self.params  # type: ignore[assignment]
+        if p.env_id in ctx.envs:
+            raise StepError(f"env_id {p.env_id!r} is already deployed")
+        env = resolve_env(ctx, p.env)
+        try:
+            gateway = Gateway(env)
+        except GatewayError as exc:
+            raise StepError(f"environment {p.env!r}: {exc}") from None
+        ctx.envs[p.env_id] = DeployedEnv(p.env_id, env, gateway)
+        return {
+            "env_id": p.env_id,
+            "name": env.name,
+            "version": env.version,
+            "tools": len(env.tools),
+        }
+
+
+def resolve_env(ctx: TaskContext, ref: str) -> Environment:
+    """An environment by bundle name (through the run's resolver) or by path."""
+    try:
+        if ctx.env_resolver is not None:
+            found = ctx.env_resolver(ref)
+            if found is not None:
+                return found
+        path = Path(ref)
+        if not path.is_absolute():
+            path = ctx.base_dir / path
+        if not path.exists():
+            raise StepError(f"no environment {ref!r} (not in the bundle, no such path {path})")
+        return Environment.load(path)
+    except DocumentError as exc:
+        raise StepError(str(exc)) from None
+
+
+class DeployAgentParams(_Params):
+    """Fields of `deploy_agent` (the protocol's)."""
+
+    agent_name: str
+    env_ids: list[str] | None = Field(default=None, description="Default: every deployed env.")
+    a2a_agent_id: str | None = None
+    role: str | None = Field(default=None, description="Default: the environment's default role.")
+    sandbox_type: str | None = None
+    system_prompt: str | None = None
+    env_vars: dict[str, str] = Field(default_factory=dict)
+    skills: list[str] = Field(default_factory=list)
+    ttl_seconds: float | None = None
+
+
+@STEPS.add_builtin
+class DeployAgent(Step):
+    """Make an agent available to later `prompt_agent` steps, bound to a role on its envs.
+
+    Which agent plays it is the run's choice (`agent-env run --agent`, or the episode SDK's
+    caller), so the same task runs against any agent.
+    """
+
+    type_name = "deploy_agent"
+    Params = DeployAgentParams
+
+    async def run(self, ctx: TaskContext) -> Any:
+        p: DeployAgentParams = self.params  # type: ignore[assignment]
+        if p.agent_name in ctx.agents:
+            raise StepError(f"agent {p.agent_name!r} is already deployed")
+        env_ids = p.env_ids if p.env_ids is not None else list(ctx.envs)
+        if not env_ids:
+            raise StepError("no environment to bind the agent to: deploy_env first")
+        for env_id in env_ids:
+            ctx.env(env_id)
+        role = p.role or ctx.env(env_ids[0]).env.default_role
+        if p.a2a_agent_id is not None:
+            raise StepError("remote agents over A2A (a2a_agent_id) are not built yet")
+        if p.sandbox_type not in (None, "local", "none"):
+            raise StepError(f"sandbox_type {p.sandbox_type!r} is not built yet (only local)")
+        request = DeployedAgentRequest(
+            agent_name=p.agent_name, role=role, env_ids=env_ids, system_prompt=p.system_prompt
+        )
+        if ctx.agent_factory is None and ctx.driver is None:
+            raise StepError(f"no agent was given to play {p.agent_name!r} (use --agent)")
+        agent = ctx.agent_factory(request) if ctx.agent_factory is not None else None
+        if agent is None and ctx.driver is None:
+            raise StepError(f"no agent was given to play {p.agent_name!r}")
+        ctx.agents[p.agent_name] = DeployedAgent(
+            name=p.agent_name,
+            role=role,
+            env_ids=env_ids,
+            agent=agent,
+            system_prompt=p.system_prompt,
+        )
+        return {
+            "agent_name": p.agent_name,
+            "role": role,
+            "env_ids": env_ids,
+            "agent": getattr(agent, "name", "driver"),
+        }

@@ -1,0 +1,1 @@
+"""Built-in steps: setup family (being written)."""

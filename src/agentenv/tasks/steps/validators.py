@@ -1,0 +1,1 @@
+"""Built-in steps: validators family (being written)."""

@@ -1,0 +1,1 @@
+"""Built-in steps: verification family (being written)."""
