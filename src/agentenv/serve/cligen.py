@@ -182,7 +182,8 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _param_help(description: str, kind: str, node: Mapping[str, Any], root: Mapping[str, Any]
+def _param_help(
+    description: str, kind: str, node: Mapping[str, Any], root: Mapping[str, Any]
 ) -> str:
     if kind in ("array", "object"):
         what = f"JSON {kind}"
@@ -318,7 +319,7 @@ def render_cli_source(
 ) -> str:
     """The source of the generated script for these tools (see `generate_cli`)."""
     spec = cli_spec(name, tools, role=role, url=url, version=version)
-    made_for = json.dumps(name) + (f" {json.dumps(version)}" if version else "")
+    made_for = json.dumps(name) + (f" version {json.dumps(version)}" if version else "")
     if role is not None:
         made_for += f", role {json.dumps(role)}"
     header = (
@@ -584,7 +585,7 @@ def build_parser():
     formatter = argparse.RawDescriptionHelpFormatter
     version = SPEC["version"]
     parser = argparse.ArgumentParser(
-        description="Call the tools of the agentenv environment %r over its REST /step "
+        description="Call the tools of the agentenv environment %r over its REST /step\n"
         "endpoint. One command per tool; COMMAND --help describes its options." % SPEC["name"],
         epilog=EPILOG % {
             "url": SPEC["url"],

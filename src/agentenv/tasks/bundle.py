@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,6 +23,8 @@ from agentenv.env.environment import Environment
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import ENV_FILE_NAMES, read_document
 from agentenv.spec.task import TaskSpec
+from agentenv.tasks.context import TaskContext
+from agentenv.tasks.step import StepError
 
 TASK_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -120,3 +123,57 @@ def find_bundle(name: str, paths: list[Path] | None = None) -> Bundle | None:
         if bundle.name == name:
             return bundle
     return None
+
+
+class TaskNotFound(LookupError):
+    """No task by that name on the search path."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task ready to run: its document, and where its environments are found."""
+
+    spec: TaskSpec
+    name: str
+    bundle: Bundle | None = None
+    file: Path | None = None
+
+    @classmethod
+    def get(cls, name: str) -> Task:
+        """A task by catalog name, `<bundle>/<task>` (see `agentenv task list`)."""
+        bundle_name, sep, task_name = name.partition("/")
+        if not sep:
+            raise TaskNotFound(f"task names are '<bundle>/<task>', got {name!r}")
+        bundle = find_bundle(bundle_name)
+        if bundle is None:
+            raise TaskNotFound(f"no bundle {bundle_name!r} on the search path")
+        path = bundle.task_file(task_name)
+        if path is None:
+            known = ", ".join(p.stem for p in bundle.task_files()) or "none"
+            raise TaskNotFound(f"bundle {bundle_name!r} has no task {task_name!r} (tasks: {known})")
+        return cls.load(path, bundle=bundle)
+
+    @classmethod
+    def load(cls, path: str | Path, *, bundle: Bundle | None = None) -> Task:
+        """A task from its document; a task inside `<bundle>/tasks/` knows its bundle."""
+        path = Path(path)
+        if bundle is None and path.parent.name == "tasks" and Bundle.is_bundle(path.parent.parent):
+            bundle = Bundle(path.parent.parent)
+        spec = load_task_spec(path)
+        name = f"{bundle.name}/{path.stem}" if bundle else spec.name
+        return cls(spec=spec, name=name, bundle=bundle, file=path)
+
+    def context(self, **kwargs: Any) -> TaskContext:
+        """A fresh TaskContext for one run of this task."""
+        bundle = self.bundle
+
+        def resolve(ref: str) -> Any:
+            if bundle is None:
+                return None
+            try:
+                return bundle.resolve_env(ref)
+            except DocumentError as exc:
+                raise StepError(str(exc)) from None
+
+        base = self.file.parent if self.file else Path.cwd()
+        return TaskContext(task=self.spec, base_dir=base, env_resolver=resolve, **kwargs)
