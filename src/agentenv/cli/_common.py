@@ -8,17 +8,18 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agentenv.env import Environment
 from agentenv.spec import DocumentError
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)  # no hard wraps: paths stay greppable
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print an error (no traceback) and exit."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 

@@ -2,8 +2,9 @@
 
 Rules are looked up for the caller's role, then for the wildcard role `*`; for each, a
 rule about the tool is taken before a `prefix*` rule (the longest; `email__*` covers a
-composed child's tools), before a rule about `*` (all tools). With no rule, a tool is
-allowed unless it declares roles and the caller's is not among them. The system principal
+composed child's tools), before a rule about `*` (all tools). With no rule (or an
+enable of `*`, which lifts disables but grants nothing), a tool is allowed unless it
+declares roles and the caller's is not among them; enabling a tool by name grants it. The system principal
 passes every rule: trigger actions and control operations are not agents.
 """
 
@@ -56,7 +57,12 @@ class AccessControl:
                 if verdict is None and self._patterns:
                     verdict = _by_prefix(table, tool.name)
                 if verdict is None:
-                    verdict = table.get(WILDCARD)
+                    # Enabling `*` lifts disables but grants nothing: a tool declared for
+                    # other roles stays theirs. Naming the tool is what grants it.
+                    if table.get(WILDCARD) is False:
+                        return False
+                    if table.get(WILDCARD) is True:
+                        break
                 if verdict is not None:
                     return verdict
         return tool.roles is None or role in tool.roles

@@ -98,9 +98,15 @@ class VirtualClock:
         self.start = self._t0
 
     def advance(self, delta: timedelta) -> None:
-        """Move virtual time forward (a tool's duration, or a test skipping ahead)."""
+        """Move virtual time forward (a tool's duration, or a test skipping ahead).
+
+        Time saturates at the largest representable instant rather than overflowing.
+        """
         if self._t0 is not None and delta > timedelta(0):
-            self._t0 += delta
+            try:
+                self._t0 += delta
+            except OverflowError:
+                self._t0 = datetime.max.replace(tzinfo=UTC)
 
     def clear(self) -> None:
         """Disarm the clock."""

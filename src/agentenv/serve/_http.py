@@ -42,7 +42,10 @@ def validation_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        parts.append(f"{format_location(err['loc'])}: {msg.removeprefix('Value error, ')}")
+        msg = msg.removeprefix("Value error, ")
+        # Union branches put type names ('list[str]') in the location; users never wrote them.
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p == "str"))]
+        parts.append(f"{format_location(loc)}: {msg}" if loc else msg)
     return "; ".join(parts)
 
 

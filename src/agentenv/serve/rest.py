@@ -112,7 +112,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
             now = gateway.clock_time(instance_of(request))
         except ClockError as exc:
             raise HttpError(404, "clock_not_armed", str(exc)) from None
-        return _json({"virtual_time": now.isoformat()})
+        return _json({"virtual_time": now.isoformat().replace("+00:00", "Z")})
 
     @router.put(
         "/clock/set-time", summary="Arm or set the clock", openapi_extra=_body_doc(SetTimeBody)
@@ -319,7 +319,9 @@ def create_app(
         wanted = None
         if await request.body():
             data = await read_json(request)
-            wanted = data.get("id") if isinstance(data, dict) else None
+            if not isinstance(data, dict):
+                raise HttpError(400, "bad_request", 'expected an object like {"id": "..."}')
+            wanted = data.get("id")
             if wanted is not None and (not isinstance(wanted, str) or "/" in wanted or not wanted):
                 raise HttpError(400, "bad_request", "id: expected a non-empty string without '/'")
         inst = gateway.create_instance(wanted)

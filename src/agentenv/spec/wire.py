@@ -168,7 +168,7 @@ class SetTimeBody(_Wire):
 class AdvanceClockBody(_Wire):
     """Body of `POST /clock/advance` (ours): move a clock forward by some seconds."""
 
-    seconds: float = Field(gt=0)
+    seconds: float = Field(gt=0, le=100 * 365 * 86400, description="At most a century.")
 
 
 class ToolAccessBody(_Wire):
