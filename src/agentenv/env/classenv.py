@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from agentenv.env.tool import Tool, ToolContext, ToolError, tool_options
+from agentenv.env.tool import Tool, ToolContext, ToolError, takes_context, tool_options
 from agentenv.state import CollectionInfo, State
 
 ATTRIBUTES = "_attributes"
@@ -112,10 +112,12 @@ def class_tools(binding: ClassBinding) -> list[Tool]:
 
 def _bind(base: Tool, binding: ClassBinding, method: str) -> Tool:
     is_async = base.is_async
+    wants_ctx = takes_context(getattr(binding.cls, method), bound_self=True)
 
     def call(ctx: ToolContext, args: dict[str, Any]) -> Any:
         obj = binding.load(ctx.state)
-        result = getattr(obj, method)(**args)
+        bound = getattr(obj, method)
+        result = bound(ctx, **args) if wants_ctx else bound(**args)
         return obj, result
 
     def finish(ctx: ToolContext, obj: Any, result: Any) -> Any:

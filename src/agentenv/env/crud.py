@@ -18,7 +18,7 @@ from agentenv.state import StateError
 _PY_TYPES: dict[str, Any] = {
     "string": str,
     "integer": int,
-    "number": float,
+    "number": int | float,  # smart union: 5 stays 5, so hashes match direct inserts
     "boolean": bool,
     "array": list,
     "object": dict,
@@ -98,10 +98,11 @@ def build_crud_tool(spec: ToolSpec, collection: CollectionSpec) -> Tool:
     fields: dict[str, Any] = {}
     for field_name, prop in schema_props.items():
         py = _python_type(prop)
+        bounds = {"ge": prop.get("minimum"), "le": prop.get("maximum")}
         if field_name in req:
-            fields[field_name] = (py, Field(...))
+            fields[field_name] = (py, Field(..., **bounds))
         else:
-            fields[field_name] = (py | None, Field(prop.get("default")))
+            fields[field_name] = (py | None, Field(prop.get("default"), **bounds))
     args_model = create_model(  # type: ignore[call-overload]
         f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
@@ -118,7 +119,9 @@ def build_crud_tool(spec: ToolSpec, collection: CollectionSpec) -> Tool:
                 state.delete(coll, args[key])
                 return {"deleted": args[key]}
             if op == "list":
-                limit, offset = args.pop("limit") or 50, args.pop("offset") or 0
+                limit, offset = args.pop("limit"), args.pop("offset")
+                limit = 50 if limit is None else limit
+                offset = 0 if offset is None else offset
                 equals = {k: v for k, v in args.items() if v is not None}
                 rows = state.find(coll, **equals)
                 return {coll: rows[offset : offset + limit], "total": len(rows)}
@@ -131,7 +134,8 @@ def build_crud_tool(spec: ToolSpec, collection: CollectionSpec) -> Tool:
                     return any(isinstance(v, str) and needle in v.lower() for v in values)
 
                 rows = state.find(coll, where=hit)
-                return {coll: rows[: args["limit"] or 20], "total": len(rows)}
+                limit = 20 if args["limit"] is None else args["limit"]
+                return {coll: rows[:limit], "total": len(rows)}
             if op == "create":
                 record = args["record"] if "record" in schema_props and not props else args
                 return state.insert(coll, {k: v for k, v in record.items() if v is not None})

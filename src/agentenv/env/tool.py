@@ -182,9 +182,7 @@ class Tool:
         params = list(signature.parameters.values())
         if bound_self and params:
             params = params[1:]
-        takes_ctx = bool(params) and (
-            hints.get(params[0].name) is ToolContext or params[0].name == "ctx"
-        )
+        takes_ctx = _first_is_context(params, hints)
         if takes_ctx:
             params = params[1:]
         fields: dict[str, Any] = {}
@@ -233,13 +231,31 @@ class Tool:
         )
 
 
+def _first_is_context(params: list[inspect.Parameter], hints: dict[str, Any]) -> bool:
+    return bool(params) and (hints.get(params[0].name) is ToolContext or params[0].name == "ctx")
+
+
+def takes_context(fn: Callable[..., Any], *, bound_self: bool = False) -> bool:
+    """Whether a tool function (or method) wants the ToolContext as its first argument."""
+    params = list(inspect.signature(fn).parameters.values())
+    if bound_self and params:
+        params = params[1:]
+    try:
+        hints = get_type_hints(fn)
+    except Exception:
+        hints = {}
+    return _first_is_context(params, hints)
+
+
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's generated titles, which only add noise for agents."""
+
+    literal = {"default", "examples", "const", "enum"}  # values, not schemas: keep as given
 
     def walk(node: Any, in_properties: bool = False) -> Any:
         if isinstance(node, dict):
             return {
-                k: walk(v, k == "properties")
+                k: (v if k in literal else walk(v, k == "properties"))
                 for k, v in node.items()
                 if not (k == "title" and not in_properties and isinstance(v, str))
             }

@@ -14,7 +14,7 @@ import hmac
 import ipaddress
 from collections.abc import Mapping
 
-from agentenv.env.tool import Principal
+from agentenv.env.tool import SYSTEM, Principal
 
 ADMIN_ROLE = "admin"
 
@@ -64,7 +64,7 @@ class Authenticator:
             raise AuthError("a bearer token is required (Authorization: Bearer <token>)")
         secret = authorization[7:].strip()
         for known, role in self._tokens.items():
-            if hmac.compare_digest(known, secret):
+            if hmac.compare_digest(known.encode(), secret.encode()):
                 return Principal(role=role, name=f"token:{role}", admin=role == ADMIN_ROLE)
         raise AuthError("unknown bearer token")
 
@@ -76,5 +76,9 @@ def parse_tokens(items: list[str]) -> dict[str, str]:
         role, sep, secret = item.partition("=")
         if not sep or not role or not secret:
             raise ValueError(f"expected ROLE=SECRET, got {item!r}")
+        if role == SYSTEM.role:
+            raise ValueError(f"the role {SYSTEM.role!r} is reserved for the gateway itself")
+        if secret in tokens:
+            raise ValueError(f"the same secret is given for {tokens[secret]!r} and {role!r}")
         tokens[secret] = role
     return tokens

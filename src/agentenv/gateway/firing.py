@@ -47,15 +47,22 @@ class Firer:
         """Check the registration against the environment, then add it (all or nothing)."""
         from agentenv.gateway.gateway import GatewayError
 
+        def known(tool: str, where: str, trigger_id: str) -> None:
+            if self.gateway._tool(inst, tool) is None:
+                raise GatewayError(f"trigger {trigger_id!r}: {where} names unknown tool {tool!r}")
+
         for trigger in registration.triggers:
-            for i, action in enumerate(trigger.actions):
-                if isinstance(action, ToolAction) and self.gateway._tool(inst, action.tool) is None:
-                    raise GatewayError(
-                        f"trigger {trigger.id!r}: actions[{i}] calls unknown tool {action.tool!r}"
-                    )
             when = trigger.when
-            if when.type == "action" and self.gateway._tool(inst, when.tool) is None:
-                raise GatewayError(f"trigger {trigger.id!r}: watches unknown tool {when.tool!r}")
+            if when.type == "action":
+                known(when.tool, "when.tool", trigger.id)
+            if when.type == "state":
+                for j, step in enumerate(when.check):
+                    known(step.tool, f"when.check[{j}].tool", trigger.id)
+            for i, action in enumerate(trigger.actions):
+                if isinstance(action, ToolAction):
+                    known(action.tool, f"actions[{i}].tool", trigger.id)
+                if action.verify is not None:
+                    known(action.verify.tool, f"actions[{i}].verify.tool", trigger.id)
         try:
             return inst.triggers.register(registration, inst.clock.now(), inst.clock.start)
         except TriggerError as exc:

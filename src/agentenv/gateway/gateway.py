@@ -32,6 +32,7 @@ from agentenv.gateway.triggers import TriggersState
 from agentenv.spec.triggers import CheckStep, TriggerRegistration
 from agentenv.spec.wire import CallError, DataPart, Part, ToolInfo
 from agentenv.state import SEPARATOR, Snapshot, State, StateError
+from agentenv.state._canonical import copy_json
 from agentenv.state.diff import diff
 
 DEFAULT_INSTANCE = "default"
@@ -222,6 +223,7 @@ class Gateway:
         problem: _Problem | None = None
         value: Any = None
         values: dict[str, Any] = {}
+        given: dict[str, Any] = {}
         ran = False
         denied = False
         if tool is None:
@@ -233,7 +235,9 @@ class Gateway:
             problem = _Problem("invalid_arguments", "arguments must be an object")
         else:
             try:
-                values = dict(tool.args_model.model_validate(args or {}).__dict__)
+                model = tool.args_model.model_validate(args or {})
+                values = dict(model.__dict__)
+                given = {k: values[k] for k in model.model_fields_set}
             except ValidationError as exc:
                 problem = _Problem("invalid_arguments", _argument_errors(name, exc))
         text = ""
@@ -277,8 +281,9 @@ class Gateway:
             principal=principal.name,
             session=session,
             tool=name,
-            args=args if isinstance(args, dict) else {"_invalid": repr(args)[:200]},
-            result=value,
+            # Copies: the record is history; neither the caller nor the tool may edit it.
+            args=copy_json(args) if isinstance(args, dict) else {"_invalid": repr(args)[:200]},
+            result=copy_json(value),
             error=error,
             denied=denied,
             state_hash=state.hash(),
@@ -296,7 +301,8 @@ class Gateway:
             state_hash=record.state_hash,
         )
         if error is None and kind == "call":
-            await self._firer.after_call(inst, principal, name, values, value)
+            # Triggers see the arguments the caller gave, not the defaults filled in.
+            await self._firer.after_call(inst, principal, name, given, value)
         return result
 
     async def _invoke(self, tool: Tool, ctx: ToolContext, values: dict[str, Any]) -> Any:

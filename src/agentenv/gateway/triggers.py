@@ -135,6 +135,10 @@ class TriggerEngine:
                 trigger.rng = random.Random(when.seed)
                 trigger.next_due = _first_due(spec.id, when, now, clock_start, trigger.rng)
             armed.append(trigger)
+        replaced = {t.id for t in armed if t.id in self._triggers}
+        if replaced:  # a replaced trigger's queued firings go with it
+            self._queue = [q for q in self._queue if q[2].trigger.id not in replaced]
+            heapq.heapify(self._queue)
         for trigger in armed:
             self._triggers[trigger.id] = trigger
             self.log(trigger.id, "added", now)
@@ -235,12 +239,12 @@ class TriggerEngine:
         for trigger in self._triggers.values():
             if not isinstance(trigger.spec.when, TimeWhen) or trigger.status != "armed":
                 continue
-            for _ in range(MAX_CATCH_UP):
+            for handed_out in range(1, MAX_CATCH_UP + 1):
                 due = trigger.next_due
                 if due is None or due > now:
                     break
                 out.append((due, next(self._counter), Firing(trigger, due)))
-                trigger.next_due = _next_due(trigger, due, fired=len(out))
+                trigger.next_due = _next_due(trigger, due, fired=handed_out)
         out.sort(key=lambda item: (item[0], item[1]))
         return [item[2] for item in out]
 

@@ -9,9 +9,11 @@ bad agent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from agentenv.grading.score import Score
 
@@ -115,9 +117,7 @@ class CheckResult:
         return out
 
 
-def checklist_score(
-    results: Iterable[CheckResult], *, kind: str, threshold: float = 1.0
-) -> Score:
+def checklist_score(results: Iterable[CheckResult], *, kind: str, threshold: float = 1.0) -> Score:
     """Partial credit: the share of checks that passed; passed when it reaches `threshold`."""
     items = list(results)
     if not items:
@@ -149,3 +149,40 @@ def unique_names(results: list[CheckResult]) -> list[CheckResult]:
         if count > 1:
             result.name = f"{result.name}#{count}"
     return results
+
+
+def parse_checks(
+    checks: Iterable[Any] | Mapping[str, Callable[..., Any]],
+    *,
+    kind: str,
+    adapter: TypeAdapter[list[Any]],
+    declarative: tuple[type, ...],
+    named: Callable[[str, Callable[..., Any]], Any],
+) -> list[Any]:
+    """Checks from models, dicts (validated by `adapter`), callables, `(name, fn)` pairs
+    or a `{name: fn}` mapping; VerifierError naming the first bad one."""
+    if isinstance(checks, Mapping):
+        return [named(str(name), fn) for name, fn in checks.items()]
+    out: list[Any] = []
+    for i, item in enumerate(checks):
+        if isinstance(item, declarative):
+            out.append(item)
+        elif isinstance(item, tuple) and len(item) == 2 and callable(item[1]):
+            out.append(named(str(item[0]), item[1]))
+        elif callable(item):
+            out.append(named(getattr(item, "__name__", f"check {i}"), item))
+        elif isinstance(item, Mapping):
+            try:
+                out.append(adapter.validate_python([item])[0])
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                where = ".".join(str(p) for p in first["loc"][2:])
+                raise VerifierError(
+                    f"{kind} {i}{' (' + where + ')' if where else ''}: {first['msg']}"
+                ) from None
+        else:
+            raise VerifierError(
+                f"{kind} {i}: expected a dict, a callable or (name, callable), "
+                f"got {type(item).__name__}"
+            )
+    return out

@@ -29,7 +29,6 @@ from pydantic import (
     Field,
     Tag,
     TypeAdapter,
-    ValidationError,
     model_validator,
 )
 
@@ -40,6 +39,7 @@ from agentenv.grading.checklist import (
     checklist_score,
     json_equal,
     lookup,
+    parse_checks,
     short,
     subset_match,
     unique_names,
@@ -116,10 +116,7 @@ class FieldCheck(BaseModel):
     def evaluate(self, state: StateLike) -> CheckResult:
         """Run the check; VerifierError for an unknown collection."""
         record = _read(state, lambda s: s.get(self.collection, self.key), self.collection)
-        if record is None:
-            target = MISSING
-        else:
-            target = lookup(record, self.field)
+        target = MISSING if record is None else lookup(record, self.field)
         problems = [p for op in self.operators() if (p := self._problem(op, target))]
         return CheckResult(self.label(), not problems, "; ".join(problems))
 
@@ -251,31 +248,13 @@ def parse_state_checks(
 ) -> list[FieldCheck | CountCheck | NamedCheck]:
     """Checks from models, dicts, callables, `(name, fn)` pairs or a `{name: fn}` mapping;
     VerifierError naming the first bad one."""
-    if isinstance(checks, Mapping):
-        return [NamedCheck(str(name), fn) for name, fn in checks.items()]
-    out: list[FieldCheck | CountCheck | NamedCheck] = []
-    for i, item in enumerate(checks):
-        if isinstance(item, FieldCheck | CountCheck | NamedCheck):
-            out.append(item)
-        elif isinstance(item, tuple) and len(item) == 2 and callable(item[1]):
-            out.append(NamedCheck(str(item[0]), item[1]))
-        elif callable(item):
-            out.append(NamedCheck(getattr(item, "__name__", f"check {i}"), item))
-        elif isinstance(item, Mapping):
-            try:
-                out.append(STATE_CHECKS.validate_python([item])[0])
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]
-                where = ".".join(str(p) for p in first["loc"][2:])
-                raise VerifierError(
-                    f"state check {i}{' (' + where + ')' if where else ''}: {first['msg']}"
-                ) from None
-        else:
-            raise VerifierError(
-                f"state check {i}: expected a dict, a callable or (name, callable), "
-                f"got {type(item).__name__}"
-            )
-    return out
+    return parse_checks(
+        checks,
+        kind="state check",
+        adapter=STATE_CHECKS,
+        declarative=(FieldCheck, CountCheck, NamedCheck),
+        named=NamedCheck,
+    )
 
 
 def check_state(

@@ -30,6 +30,13 @@ class RoleSpec(_Doc):
     name: str = Field(pattern=NAME_PATTERN)
     description: str = ""
 
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value == "system":
+            raise ValueError("'system' is reserved for the gateway's own principal")
+        return value
+
 
 class CollectionSpec(_Doc):
     """One state collection: its key field and a JSON schema its records must satisfy."""

@@ -12,13 +12,18 @@ from pydantic import ValidationError
 _UNION_TAGS = {"action", "state", "time", "tool", "nl", "permission"}
 
 
-def format_location(loc: Sequence[Any]) -> str:
-    """Turn ('tools', 3, 'params', 'amount') into 'tools[3].params.amount'."""
+def format_location(loc: Sequence[Any], *, strip_tags: bool = True) -> str:
+    """Turn ('tools', 3, 'params', 'amount') into 'tools[3].params.amount'.
+
+    `strip_tags` drops discriminated-union tags by position (for when the data is not at
+    hand to tell a tag from a field named like one).
+    """
     out = ""
     prev: Any = None
     for i, part in enumerate(loc):
         if (
-            isinstance(part, str)
+            strip_tags
+            and isinstance(part, str)
             and part in _UNION_TAGS
             and (prev == "when" or (isinstance(prev, int) and i >= 2 and loc[i - 2] == "actions"))
         ):
@@ -48,12 +53,22 @@ class DocumentError(ValueError):
 
     @classmethod
     def from_validation(
-        cls, error: ValidationError, file: str | Path | None, prefix: str = ""
+        cls,
+        error: ValidationError,
+        file: str | Path | None,
+        prefix: str = "",
+        data: Any = None,
     ) -> DocumentError:
-        """The first problem of a pydantic ValidationError, located in the document."""
+        """The first problem of a pydantic ValidationError, located in the document.
+
+        With the validated `data`, locations are walked through it, which drops the
+        labels pydantic adds for union members (`'list[str]'`) that no user wrote.
+        """
         errors = error.errors(include_url=False)
+        if data is not None:
+            errors = _dedupe([{**e, "loc": _user_location(e["loc"], data)} for e in errors])
         first = errors[0]
-        path = format_location(first["loc"])
+        path = format_location(first["loc"], strip_tags=data is None)
         if prefix:
             path = f"{prefix}.{path}" if path != "<document>" else prefix
         problem = first["msg"].removeprefix("Value error, ")
@@ -63,3 +78,51 @@ class DocumentError(ValueError):
         if first["type"] == "extra_forbidden":
             problem = "unknown field"
         return cls(file, path, problem, more=len(errors) - 1)
+
+
+def _user_location(loc: Sequence[Any], data: Any) -> tuple[Any, ...]:
+    """`loc` with the parts that do not name a key or index of `data` left out."""
+    out: list[Any] = []
+    node = data
+    tagged: Any = None
+    for part in loc:
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        ):
+            node = node[part]
+            out.append(part)
+        elif isinstance(part, str) and not isinstance(node, dict | list):
+            continue  # a union label below a leaf value
+        elif (
+            isinstance(node, dict)
+            and part in _UNION_TAGS
+            and node.get("type") == part
+            and tagged is not node
+        ):
+            tagged = node  # the tag of a discriminated union (once: a field may share its name)
+            continue
+        elif isinstance(part, str) and isinstance(node, dict) and not _is_label(part):
+            out.append(part)  # a missing or unknown field: keep its name
+            node = None
+        elif not _is_label(part) and not isinstance(part, str):
+            out.append(part)
+            node = None
+    return tuple(out)
+
+
+def _is_label(part: Any) -> bool:
+    return isinstance(part, str) and (
+        "[" in part
+        or part in {"str", "int", "float", "bool", "list", "dict", "timedelta"}
+        or part.startswith("function-")
+    )
+
+
+def _dedupe(errors: list[Any]) -> list[Any]:
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for error in errors:
+        if error["loc"] not in seen:
+            seen.add(error["loc"])
+            out.append(error)
+    return out

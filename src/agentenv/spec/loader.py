@@ -56,7 +56,7 @@ def parse_environment_spec(data: Any, file: str | Path | None = None) -> Environ
     try:
         spec = EnvironmentSpec.model_validate(data)
     except ValidationError as exc:
-        error = DocumentError.from_validation(exc, file)
+        error = DocumentError.from_validation(exc, file, data=data)
         if isinstance(data.get("triggers"), list) and error.path.startswith("triggers.triggers"):
             # The list form is shorthand for a registration; point at what the user wrote.
             error = DocumentError(

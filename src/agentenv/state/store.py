@@ -273,10 +273,12 @@ class State:
         if key not in table.records:
             raise RecordNotFound(collection, key)
         table = self._own(collection)
+        # Where it stood, so that a rollback puts it back in place (order is visible).
+        position = next(i for i, k in enumerate(table.records) if k == key)
         old, old_digest = table.records.pop(key), table.digests.pop(key)
         table.total = combine(table.total, 0, old_digest)
         self._changes += 1
-        self._log(("row", collection, key, old, old_digest))
+        self._log(("row", collection, key, old, old_digest, position))
         return copy_json(old)
 
     def clear(self, collection: str | None = None) -> None:
@@ -412,12 +414,17 @@ class State:
                 del self._tables[entry[1]]
                 self._owned.discard(entry[1])
                 continue
-            _, collection, key, old, old_digest = entry
+            _, collection, key, old, old_digest, *rest = entry
             table = self._own(collection)
             table.total = combine(table.total, old_digest, table.digests.get(key, 0))
             if old is _MISSING:
                 table.records.pop(key, None)
                 table.digests.pop(key, None)
+            elif rest and key not in table.records:  # an undone delete: back in its place
+                items = list(table.records.items())
+                items.insert(rest[0], (key, old))
+                table.records = dict(items)
+                table.digests[key] = old_digest
             else:
                 table.records[key] = old
                 table.digests[key] = old_digest

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from agentenv.env.tool import SYSTEM
 from agentenv.gateway import GatewayError
@@ -71,8 +71,18 @@ class RegisterEnvTriggersParams(_Params):
     executor: Executor | None = None
     triggers: list[TriggerSpec] = Field(min_length=1)
 
+    @field_validator("triggers")
+    @classmethod
+    def _unique_ids(cls, triggers: list[TriggerSpec]) -> list[TriggerSpec]:
+        seen: set[str] = set()
+        for trigger in triggers:
+            if trigger.id in seen:
+                raise ValueError(f"trigger id {trigger.id!r} appears twice")
+            seen.add(trigger.id)
+        return triggers
+
     def registration(self) -> TriggerRegistration:
-        """The registration the gateway takes (also checks that ids are unique)."""
+        """The registration the gateway takes."""
         return TriggerRegistration(
             watch_roles=self.watch_roles, executor=self.executor, triggers=self.triggers
         )
@@ -89,12 +99,8 @@ class RegisterEnvTriggers(Step):
         p: RegisterEnvTriggersParams = self.params  # type: ignore[assignment]
         deployed = ctx.env(p.env_id)
         try:
-            registration = p.registration()
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            raise StepError(str(exc)) from None
-        try:
             ids = await deployed.gateway.register_triggers(
-                SYSTEM, registration, instance=deployed.instance
+                SYSTEM, p.registration(), instance=deployed.instance
             )
         except GatewayError as exc:
             raise _refused(deployed, exc) from None

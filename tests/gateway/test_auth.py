@@ -1,0 +1,147 @@
+"""Who a request is from: trusted local mode and bearer tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentenv import Principal
+from agentenv.gateway import ADMIN_ROLE, Authenticator, AuthError, is_loopback, parse_tokens
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+# -- trusted local mode ----------------------------------------------------------------------
+
+
+def test_trusted_local_mode_takes_the_role_from_the_header() -> None:
+    auth = Authenticator()
+    assert auth.trusted
+    assert auth.principal("supervisor", None) == Principal("supervisor", admin=True)
+    # A bearer header is not needed, and not looked at.
+    assert auth.principal("agent", "Bearer whatever").role == "agent"
+
+
+@pytest.mark.parametrize("header", [None, "", "   "])
+def test_trusted_local_mode_falls_back_to_the_default_role(header: str | None) -> None:
+    assert Authenticator(default_role="agent").principal(header, None).role == "agent"
+    assert Authenticator().principal(header, None).role == "default"
+
+
+def test_the_header_is_trimmed() -> None:
+    assert Authenticator().principal("  agent ", None).role == "agent"
+
+
+def test_for_host_is_trusted_only_on_loopback() -> None:
+    assert Authenticator.for_host("127.0.0.1").trusted
+    assert Authenticator.for_host("localhost", default_role="x").default_role == "x"
+    assert not Authenticator.for_host("0.0.0.0").trusted
+    assert not Authenticator.for_host("127.0.0.1", {"s3cret": "agent"}).trusted
+
+
+def test_without_trust_and_without_tokens_nobody_gets_in() -> None:
+    auth = Authenticator.for_host("0.0.0.0")
+    with pytest.raises(AuthError, match="a bearer token is required"):
+        auth.principal("agent", None)
+    with pytest.raises(AuthError, match="unknown bearer token"):
+        auth.principal("agent", "Bearer anything")
+
+
+# -- token mode ------------------------------------------------------------------------------
+
+TOKENS = {"agent-secret": "agent", "boss-secret": ADMIN_ROLE, "sup-secret": "supervisor"}
+
+
+@pytest.fixture
+def auth() -> Authenticator:
+    return Authenticator(TOKENS, trusted_local=True)  # tokens switch trusted mode off
+
+
+def test_tokens_switch_trusted_mode_off(auth: Authenticator) -> None:
+    assert not auth.trusted
+
+
+def test_the_token_gives_the_role_and_the_header_is_ignored(auth: Authenticator) -> None:
+    who = auth.principal("supervisor", "Bearer agent-secret")
+    assert who == Principal("agent", name="token:agent", admin=False)
+    assert auth.principal(None, "Bearer sup-secret").role == "supervisor"
+
+
+def test_only_admin_tokens_reach_the_control_plane(auth: Authenticator) -> None:
+    assert auth.principal(None, "Bearer boss-secret") == Principal(
+        ADMIN_ROLE, name="token:admin", admin=True
+    )
+    assert not auth.principal(ADMIN_ROLE, "Bearer sup-secret").admin
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["bearer agent-secret", "BEARER agent-secret", "Bearer   agent-secret  "],
+)
+def test_the_scheme_is_case_insensitive_and_the_token_trimmed(
+    auth: Authenticator, authorization: str
+) -> None:
+    assert auth.principal(None, authorization).role == "agent"
+
+
+@pytest.mark.parametrize(
+    ("authorization", "message"),
+    [
+        (None, "a bearer token is required"),
+        ("", "a bearer token is required"),
+        ("agent-secret", "a bearer token is required"),
+        ("Basic YWdlbnQ6c2VjcmV0", "a bearer token is required"),
+        ("Bearer", "a bearer token is required"),
+        ("Bearer wrong", "unknown bearer token"),
+        ("Bearer agent-secret-but-longer", "unknown bearer token"),
+        ("Bearer AGENT-SECRET", "unknown bearer token"),
+        ("Bearer ", "unknown bearer token"),
+    ],
+)
+def test_missing_or_unknown_credentials(
+    auth: Authenticator, authorization: str | None, message: str
+) -> None:
+    with pytest.raises(AuthError, match=message):
+        auth.principal("admin", authorization)
+
+
+def test_a_non_ascii_token_is_just_unknown(auth: Authenticator) -> None:
+    with pytest.raises(AuthError, match="unknown bearer token"):
+        auth.principal(None, "Bearer sécret")
+
+
+# -- parse_tokens ----------------------------------------------------------------------------
+
+
+def test_parse_tokens() -> None:
+    assert parse_tokens([]) == {}
+    assert parse_tokens(["agent=s3cret", "admin=r00t"]) == {"s3cret": "agent", "r00t": "admin"}
+    # Only the first `=` separates: a secret may contain more.
+    assert parse_tokens(["agent=a=b=c"]) == {"a=b=c": "agent"}
+
+
+@pytest.mark.parametrize("item", ["agent", "=secret", "agent=", "", "="])
+def test_parse_tokens_errors(item: str) -> None:
+    with pytest.raises(ValueError, match=f"expected ROLE=SECRET, got {item!r}"):
+        parse_tokens(["ok=fine", item])
+
+
+def test_parsed_tokens_work_in_an_authenticator() -> None:
+    auth = Authenticator(parse_tokens(["agent=tok-1", "admin=tok-2"]))
+    assert auth.principal(None, "Bearer tok-1").role == "agent"
+    assert auth.principal(None, "Bearer tok-2").admin

@@ -1,0 +1,802 @@
+"""Triggers end to end through the Gateway: action, state and time triggers and their actions."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from agentenv import SYSTEM, Environment, Gateway, Principal
+from agentenv.gateway import GatewayError
+from agentenv.gateway.triggers import TemplateError, check_value, render
+from agentenv.spec import Predicate, TriggerRegistration, parse_environment_spec
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+AGENT = Principal("agent", name="ada")
+SUPERVISOR = Principal("supervisor")
+
+TICKET = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "string", "enum": ["open", "escalated", "closed"]},
+        "priority": {"type": "string", "enum": ["low", "high"]},
+        "level": {"type": "integer"},
+    },
+    "required": ["id", "status"],
+}
+
+
+def _crud(name: str, collection: str, op: str, **extra) -> dict:
+    return {"name": name, "crud": {"collection": collection, "op": op}, **extra}
+
+
+def desk_doc(**fields) -> dict:
+    return {
+        "apiVersion": "agentenv/v1",
+        "kind": "Environment",
+        "name": "desk",
+        "roles": [{"name": "agent"}, {"name": "supervisor"}],
+        "state": {"tickets": {"schema": TICKET}, "notes": {}},
+        "seed": {
+            "tickets": [{"id": "t1", "title": "Printer", "status": "open", "priority": "low"}]
+        },
+        "tools": [
+            _crud("create_ticket", "tickets", "create", duration=0),
+            _crud("update_ticket", "tickets", "update", duration="PT1M"),
+            _crud("get_ticket", "tickets", "get", duration=0),
+            _crud("delete_ticket", "tickets", "delete"),
+            _crud("add_note", "notes", "create", duration=0),
+            _crud("list_notes", "notes", "list", duration=0),
+        ],
+        **fields,
+    }
+
+
+@pytest.fixture(scope="module")
+def desk() -> Environment:
+    return Environment.from_spec(parse_environment_spec(desk_doc()))
+
+
+@pytest.fixture
+def gw(desk: Environment) -> Gateway:
+    return Gateway(desk)
+
+
+def reg(*triggers: dict, **fields) -> TriggerRegistration:
+    return TriggerRegistration.model_validate({"triggers": list(triggers), **fields})
+
+
+def note_action(note_id: str = "n-${args.id}", **record) -> dict:
+    return {"type": "tool", "tool": "add_note", "args": {"record": {"id": note_id, **record}}}
+
+
+def on_create(trigger_id: str = "escalate", *, where=None, actions=None, **when) -> dict:
+    return {
+        "id": trigger_id,
+        "when": {"type": "action", "tool": "create_ticket", "where": where or [], **when},
+        "actions": actions or [note_action()],
+    }
+
+
+async def create(
+    gw: Gateway, ticket_id: str, who: Principal = AGENT, instance: str = "default", **fields
+):
+    args = {"id": ticket_id, "status": "open", "priority": "low", **fields}
+    out = await gw.call(who, "create_ticket", args, instance=instance)
+    assert out.ok, out.error
+    return out
+
+
+def notes(gw: Gateway, instance: str = "default") -> list[str]:
+    return gw.instance(instance).state.keys("notes")
+
+
+def info(gw: Gateway, trigger_id: str, instance: str = "default"):
+    (found,) = [t for t in gw.triggers_state(instance).triggers if t.id == trigger_id]
+    return found
+
+
+def events(gw: Gateway, trigger_id: str, instance: str = "default") -> list[str]:
+    return [e.event for e in gw.triggers_state(instance).log if e.trigger_id == trigger_id]
+
+
+# -- action triggers -------------------------------------------------------------------------
+
+
+async def test_an_action_trigger_fires_once_with_templated_args(gw: Gateway) -> None:
+    ids = await gw.register_triggers(
+        SYSTEM,
+        reg(
+            on_create(
+                where=[{"path": "args.priority", "equals": "high"}],
+                actions=[
+                    note_action(text="High: ${result.title} (${args.id})", level="${args.level}")
+                ],
+            )
+        ),
+    )
+    assert ids == ["escalate"]
+    assert info(gw, "escalate").status == "armed"
+    assert info(gw, "escalate").type == "action"
+
+    await create(gw, "t2", title="Paper", priority="low")
+    assert notes(gw) == []
+    assert events(gw, "escalate") == ["added"]
+
+    out = await create(gw, "t3", title="Fire", priority="high", level=3)
+    assert out.value["id"] == "t3"  # the provoking call's own answer is unchanged
+    note = gw.instance().state.get("notes", "n-t3")
+    # A placeholder inside text is rendered as text; a lone one keeps its type.
+    assert note == {"id": "n-t3", "text": "High: Fire (t3)", "level": 3}
+    t = info(gw, "escalate")
+    assert (t.status, t.fired, t.error) == ("fired", 1, None)
+    assert events(gw, "escalate") == ["added", "detected", "action_ok", "fired"]
+
+    await create(gw, "t4", priority="high")
+    assert notes(gw) == ["n-t3"]  # not repeated
+    assert info(gw, "escalate").fired == 1
+
+
+async def test_the_firing_is_in_the_trajectory(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create()))
+    out = await create(gw, "t2")
+    records = gw.instance().trajectory.since(out.seq)
+    assert [(r.kind, r.tool, r.event) for r in records] == [
+        ("call", "create_ticket", None),
+        ("trigger", "add_note", None),
+        ("trigger", None, "fired"),
+    ]
+    action, fired = records[1], records[2]
+    assert (action.role, action.trigger_id) == ("system", "escalate")
+    assert action.args == {"record": {"id": "n-t2"}}
+    assert fired.trigger_id == "escalate"
+    assert fired.state_hash == gw.instance().state.hash()
+
+
+async def test_a_repeat_trigger_fires_on_every_match(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create(repeat=True)))
+    for i in range(3):
+        await create(gw, f"t{i + 2}")
+    assert notes(gw) == ["n-t2", "n-t3", "n-t4"]
+    assert (info(gw, "escalate").status, info(gw, "escalate").fired) == ("armed", 3)
+
+
+@pytest.mark.parametrize(
+    ("where", "fires"),
+    [
+        ([{"path": "args.title", "regex": "^Fi"}], True),
+        ([{"path": "args.title", "regex": "^Pa"}], False),
+        ({"args.title": "Fire"}, True),  # the mapping form, a plain value means equals
+        ({"args.title": {"exists": True}}, True),
+        ({"args.colour": {"exists": True}}, False),
+        ({"result.status": "open", "result.priority": {"equals": "high"}}, True),
+        ({"result.status": "open", "result.priority": "low"}, False),
+        ({"args.title": {"regex": "F"}, "result.nothing": {"exists": True}}, False),
+    ],
+)
+async def test_where_predicates(gw: Gateway, where, fires: bool) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create(where=where)))
+    await create(gw, "t2", title="Fire", priority="high")
+    assert (notes(gw) == ["n-t2"]) is fires
+
+
+async def test_watch_roles_limit_who_provokes(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create(repeat=True), watch_roles=["supervisor"]))
+    await create(gw, "t2", who=AGENT)
+    assert notes(gw) == []
+    await create(gw, "t3", who=SUPERVISOR)
+    assert notes(gw) == ["n-t3"]
+
+
+async def test_exists_false_matches_an_argument_the_caller_left_out(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create(where={"args.level": {"exists": False}})))
+    await create(gw, "t2")  # no level given
+    assert gw.instance().trajectory.calls()[0].args == {
+        "id": "t2",
+        "status": "open",
+        "priority": "low",
+    }
+    assert notes(gw) == ["n-t2"]
+
+
+async def test_a_failed_call_provokes_nothing(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create(repeat=True)))
+    out = await gw.call(AGENT, "create_ticket", {"id": "t1", "status": "open"})  # key taken
+    assert not out.ok
+    assert notes(gw) == []
+    assert events(gw, "escalate") == ["added"]
+
+
+async def test_calls_made_by_triggers_provoke_no_triggers(gw: Gateway) -> None:
+    loop = {
+        "id": "loop",
+        "when": {"type": "action", "tool": "add_note", "repeat": True},
+        "actions": [note_action("copy-${result.id}")],
+    }
+    await gw.register_triggers(SYSTEM, reg(loop))
+    await gw.call(AGENT, "add_note", {"record": {"id": "x"}})
+    assert notes(gw) == ["x", "copy-x"]
+    assert info(gw, "loop").fired == 1
+
+
+async def test_trigger_actions_run_as_the_system_past_access_rules(gw: Gateway) -> None:
+    await gw.set_tool_access(SYSTEM, "disable", "*", ["add_note"])
+    await gw.register_triggers(SYSTEM, reg(on_create()))
+    await create(gw, "t2")
+    assert notes(gw) == ["n-t2"]
+
+
+async def test_an_action_as_a_role_obeys_that_roles_rules(gw: Gateway) -> None:
+    await gw.set_tool_access(SYSTEM, "disable", "agent", ["add_note"])
+    action = {**note_action(), "as": "agent"}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[action])))
+    await create(gw, "t2")
+    assert notes(gw) == []
+    t = info(gw, "escalate")
+    assert t.status == "failed"
+    assert t.error == "actions[0] (tool): role 'agent' may not call 'add_note'"
+    action_record = next(r for r in gw.instance().trajectory if r.kind == "trigger" and r.tool)
+    assert (action_record.role, action_record.principal, action_record.denied) == (
+        "agent",
+        "trigger:escalate",
+        True,
+    )
+
+
+# -- delays ----------------------------------------------------------------------------------
+
+
+async def test_a_delayed_trigger_is_queued_then_fired_when_the_clock_gets_there(
+    gw: Gateway,
+) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M")))
+    await create(gw, "t2")
+    assert notes(gw) == []
+    t = info(gw, "escalate")
+    assert t.status == "queued"
+    queued = next(e for e in gw.triggers_state().log if e.event == "queued")
+    assert queued.detail == "due 2026-03-02T09:10:00+00:00"
+
+    await gw.advance_clock(SYSTEM, timedelta(minutes=9))
+    assert notes(gw) == []
+    assert info(gw, "escalate").status == "queued"
+
+    await gw.advance_clock(SYSTEM, timedelta(minutes=1))
+    assert notes(gw) == ["n-t2"]
+    assert info(gw, "escalate").status == "fired"
+    fired = [r for r in gw.instance().trajectory if r.kind == "trigger" and r.event == "fired"]
+    assert fired[0].virtual_time == T0 + timedelta(minutes=10)
+    assert events(gw, "escalate") == ["added", "detected", "queued", "action_ok", "fired"]
+
+
+async def test_a_once_trigger_is_queued_only_once(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M")))
+    await create(gw, "t2")
+    await create(gw, "t3")
+    await gw.advance_clock(SYSTEM, timedelta(hours=1))
+    assert notes(gw) == ["n-t2"]
+
+
+async def test_a_repeat_delayed_trigger_queues_every_match(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M", repeat=True)))
+    await create(gw, "t2")
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    await create(gw, "t3")
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    assert notes(gw) == ["n-t2"]
+    assert info(gw, "escalate").status == "queued"
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    assert notes(gw) == ["n-t2", "n-t3"]
+    assert info(gw, "escalate").status == "armed"
+
+
+async def test_a_delay_needs_an_armed_clock(gw: Gateway) -> None:
+    with pytest.raises(GatewayError, match="'delay' needs an armed clock"):
+        await gw.register_triggers(SYSTEM, reg(on_create("ok"), on_create("late", delay="PT1M")))
+    assert gw.triggers_state().triggers == []
+    assert gw.triggers_state().log == []
+
+
+async def test_a_queued_firing_of_a_removed_trigger_never_runs(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M")))
+    await create(gw, "t2")
+    await gw.remove_triggers(SYSTEM, ["escalate"])
+    await gw.advance_clock(SYSTEM, timedelta(hours=1))
+    assert notes(gw) == []
+
+
+# -- state triggers --------------------------------------------------------------------------
+
+
+def closed_check(ticket: str = "t1") -> dict:
+    return {
+        "tool": "get_ticket",
+        "args": {"id": ticket},
+        "extract": "status",
+        "predicate": {"equals": "closed"},
+    }
+
+
+async def test_a_state_trigger_fires_when_its_checks_hold(gw: Gateway) -> None:
+    trigger = {
+        "id": "closed",
+        "when": {"type": "state", "check": [closed_check()]},
+        "actions": [note_action("closed-note")],
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+    assert info(gw, "closed").type == "state"
+    await gw.call(AGENT, "update_ticket", {"id": "t1", "status": "escalated"})
+    assert notes(gw) == []
+    before = gw.instance().state.changes
+    await gw.call(AGENT, "update_ticket", {"id": "t1", "status": "closed"})
+    assert notes(gw) == ["closed-note"]
+    assert (
+        gw.instance().state.changes == before + 2
+    )  # the update and the note; checks write nothing
+    assert info(gw, "closed").status == "fired"
+    assert events(gw, "closed") == ["added", "detected", "action_ok", "fired"]
+
+
+async def test_a_state_check_that_fails_is_logged_and_does_not_fire(gw: Gateway) -> None:
+    trigger = {
+        "id": "missing",
+        "when": {"type": "state", "check": [closed_check("t9")]},
+        "actions": [note_action("never")],
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+    await gw.call(AGENT, "update_ticket", {"id": "t1", "status": "closed"})
+    assert notes(gw) == []
+    assert info(gw, "missing").status == "armed"
+    failed = [e for e in gw.triggers_state().log if e.event == "check_failed"]
+    assert len(failed) == 1
+    assert failed[0].detail == "ToolError: no record 't9' in 'tickets'"
+
+
+async def test_a_state_check_on_an_unknown_tool_is_refused_at_registration(gw: Gateway) -> None:
+    trigger = {
+        "id": "bad-check",
+        "when": {
+            "type": "state",
+            "check": [{"tool": "get_tikcet", "args": {}, "predicate": {"exists": True}}],
+        },
+        "actions": [note_action("x")],
+    }
+    with pytest.raises(GatewayError, match="get_tikcet"):
+        await gw.register_triggers(SYSTEM, reg(trigger))
+    assert gw.triggers_state().triggers == []
+
+
+# -- time triggers ---------------------------------------------------------------------------
+
+
+def timed(trigger_id: str, note: str | None = None, **when) -> dict:
+    return {
+        "id": trigger_id,
+        "when": {"type": "time", **when},
+        "actions": [note_action(note or trigger_id)],
+    }
+
+
+def fire_times(gw: Gateway, trigger_id: str, instance: str = "default") -> list[datetime]:
+    return [
+        r.virtual_time
+        for r in gw.instance(instance).trajectory
+        if r.kind == "trigger" and r.event == "fired" and r.trigger_id == trigger_id
+    ]
+
+
+def counting(trigger_id: str, **when) -> dict:
+    """A time trigger whose action only reads, so it can fire any number of times."""
+    return {
+        "id": trigger_id,
+        "when": {"type": "time", **when},
+        "actions": [{"type": "tool", "tool": "list_notes", "args": {}}],
+    }
+
+
+async def test_at_fires_once_the_clock_reaches_it(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(timed("alarm", at="2026-03-02T10:00:00Z")))
+    assert info(gw, "alarm").next_due == T0 + timedelta(hours=1)
+    await gw.advance_clock(SYSTEM, timedelta(minutes=59))
+    assert notes(gw) == []
+    await gw.advance_clock(SYSTEM, timedelta(minutes=30))
+    assert notes(gw) == ["alarm"]
+    assert fire_times(gw, "alarm") == [T0 + timedelta(hours=1)]
+    t = info(gw, "alarm")
+    assert (t.status, t.fired, t.next_due) == ("fired", 1, None)
+
+
+async def test_an_at_trigger_may_be_registered_before_the_clock_is_armed(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(timed("alarm", at="2026-03-02T10:00:00Z")))
+    await gw.set_clock(SYSTEM, T0 + timedelta(hours=2))  # arming past it fires it
+    assert notes(gw) == ["alarm"]
+    assert fire_times(gw, "alarm") == [T0 + timedelta(hours=1)]
+
+
+async def test_after_counts_from_registration_and_offset_from_clock_start(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.advance_clock(SYSTEM, timedelta(minutes=10))
+    await gw.register_triggers(
+        SYSTEM, reg(timed("after", after="PT2H"), timed("offset", offset="PT3H"))
+    )
+    assert info(gw, "after").next_due == T0 + timedelta(hours=2, minutes=10)
+    assert info(gw, "offset").next_due == T0 + timedelta(hours=3)
+    await gw.advance_clock(SYSTEM, timedelta(hours=5))
+    assert fire_times(gw, "after") == [T0 + timedelta(hours=2, minutes=10)]
+    assert fire_times(gw, "offset") == [T0 + timedelta(hours=3)]
+    assert notes(gw) == ["after", "offset"]  # fired in time order
+
+
+async def test_a_relative_time_trigger_needs_an_armed_clock(gw: Gateway) -> None:
+    with pytest.raises(GatewayError, match="a relative time trigger needs an armed clock"):
+        await gw.register_triggers(
+            SYSTEM, reg(timed("at", at="2026-03-02T10:00:00Z"), timed("rel", after="PT1H"))
+        )
+    assert gw.triggers_state().triggers == []
+
+
+async def test_every_with_count_fires_every_missed_occurrence_in_order(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(counting("tick", every="PT1H", count=3)))
+    await gw.advance_clock(SYSTEM, timedelta(hours=10))
+    assert fire_times(gw, "tick") == [T0 + timedelta(hours=h) for h in (1, 2, 3)]
+    t = info(gw, "tick")
+    assert (t.status, t.fired, t.next_due) == ("fired", 3, None)
+
+
+async def test_every_fires_step_by_step_as_time_passes(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(counting("tick", every="PT1H", count=3)))
+    for _ in range(5):
+        await gw.advance_clock(SYSTEM, timedelta(hours=1))
+    assert fire_times(gw, "tick") == [T0 + timedelta(hours=h) for h in (1, 2, 3)]
+
+
+async def test_every_with_until(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(
+        SYSTEM, reg(counting("tick", after="PT30M", every="PT1H", until="2026-03-02T12:00:00Z"))
+    )
+    await gw.advance_clock(SYSTEM, timedelta(days=1))
+    assert fire_times(gw, "tick") == [T0 + timedelta(minutes=m) for m in (30, 90, 150)]
+    assert info(gw, "tick").status == "fired"
+
+
+async def test_an_open_ended_every_stays_armed(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(counting("tick", every="PT15M")))
+    await gw.advance_clock(SYSTEM, timedelta(hours=1))
+    t = info(gw, "tick")
+    assert (t.status, t.fired, t.next_due) == ("armed", 4, T0 + timedelta(minutes=75))
+
+
+async def test_count_is_per_trigger_when_several_come_due_together(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(
+        SYSTEM,
+        reg(counting("first", after="PT30M"), counting("tick", every="PT1H", count=3)),
+    )
+    await gw.advance_clock(SYSTEM, timedelta(hours=10))
+    assert info(gw, "tick").fired == 3
+
+
+async def test_time_triggers_fire_when_a_call_moves_the_clock(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(timed("soon", after="PT30S")))
+    await gw.call(AGENT, "update_ticket", {"id": "t1", "title": "x"})  # takes one minute
+    assert notes(gw) == ["soon"]
+
+
+async def test_a_random_every_is_reproducible_with_its_seed(gw: Gateway) -> None:
+    gw.create_instance("b")
+    gw.create_instance("c")
+    for instance, seed in (("default", 7), ("b", 7), ("c", 8)):
+        await gw.set_clock(SYSTEM, T0, instance=instance)
+        await gw.register_triggers(
+            SYSTEM,
+            reg(counting("jitter", every=["PT10M", "PT20M"], seed=seed, count=6)),
+            instance=instance,
+        )
+        await gw.advance_clock(SYSTEM, timedelta(hours=3), instance=instance)
+    a, b, c = (fire_times(gw, "jitter", i) for i in ("default", "b", "c"))
+    assert len(a) == 6
+    assert a == b
+    assert a != c
+    gaps = [(y - x) for x, y in zip([T0, *a], a, strict=False)]
+    assert all(timedelta(minutes=10) <= g <= timedelta(minutes=20) for g in gaps)
+
+
+# -- other actions, failures and verify ------------------------------------------------------
+
+
+async def test_a_permission_action_changes_tool_access(gw: Gateway) -> None:
+    action = {
+        "type": "permission",
+        "role": "agent",
+        "action": "disable",
+        "tools": ["delete_ticket"],
+    }
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[action])))
+    assert "delete_ticket" in [t.name for t in gw.list_tools(AGENT)]
+    await create(gw, "t2")
+    assert "delete_ticket" not in [t.name for t in gw.list_tools(AGENT)]
+    assert (await gw.call(AGENT, "delete_ticket", {"id": "t2"})).denied
+    assert (await gw.call(SUPERVISOR, "delete_ticket", {"id": "t2"})).ok
+    assert info(gw, "escalate").status == "fired"
+
+
+async def test_an_nl_action_fails_with_a_clear_reason(gw: Gateway) -> None:
+    await gw.register_triggers(
+        SYSTEM,
+        reg(on_create(actions=[{"type": "nl", "text": "Tell the customer"}, note_action()])),
+    )
+    await create(gw, "t2")
+    t = info(gw, "escalate")
+    assert t.status == "failed"
+    assert t.error is not None and "nl actions go to an executor agent over A2A" in t.error
+    assert t.error.startswith("actions[0] (nl): ")
+    assert notes(gw) == []  # the first failure stops the firing
+    assert events(gw, "escalate") == ["added", "detected", "action_failed", "failed"]
+    log = [e for e in gw.triggers_state().log if e.event in ("action_failed", "failed")]
+    assert [e.detail for e in log] == [t.error, t.error]
+    record = gw.instance().trajectory[-1]
+    assert (record.kind, record.event, record.detail) == ("trigger", "failed", t.error)
+
+
+async def test_verify_that_does_not_hold_fails_the_firing(gw: Gateway) -> None:
+    action = {**note_action(), "verify": closed_check("t1")}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[action, note_action("second")])))
+    await create(gw, "t2")
+    t = info(gw, "escalate")
+    assert (t.status, t.error) == ("failed", "actions[0] (tool): verify did not hold")
+    assert "second" not in notes(gw)
+
+
+async def test_verify_that_holds_lets_the_firing_go_on(gw: Gateway) -> None:
+    verify = {
+        "tool": "get_ticket",
+        "args": {"id": "t1"},
+        "extract": "status",
+        "predicate": {"equals": "open"},
+    }
+    action = {**note_action(), "verify": verify}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[action, note_action("second")])))
+    await create(gw, "t2")
+    assert notes(gw) == ["n-t2", "second"]
+    assert info(gw, "escalate").status == "fired"
+
+
+async def test_a_failing_tool_action_fails_the_firing_and_writes_nothing(gw: Gateway) -> None:
+    bad = {"type": "tool", "tool": "add_note", "args": {"record": {"text": "no id"}}}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[bad])))
+    await create(gw, "t2")
+    t = info(gw, "escalate")
+    assert t.status == "failed"
+    assert t.error == "actions[0] (tool): invalid record notes: missing key field 'id'"
+    assert notes(gw) == []
+    action = next(r for r in gw.instance().trajectory if r.kind == "trigger" and r.tool)
+    assert action.error is not None and action.error.kind == "tool_error"
+
+
+async def test_a_placeholder_with_no_value_fails_the_firing(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[note_action("${args.missing}")])))
+    await create(gw, "t2")
+    t = info(gw, "escalate")
+    assert t.status == "failed"
+    assert t.error == "actions[0] (tool): ${args.missing} has no value in the provoking call"
+    assert notes(gw) == []
+
+
+async def test_a_barrier_timeout_fails_the_firing_and_rolls_back(bank_env: Environment) -> None:
+    gw = Gateway(bank_env)
+    trigger = {
+        "id": "slow",
+        "when": {"type": "action", "tool": "deposit"},
+        "actions": [{"type": "tool", "tool": "stall", "args": {}}],
+        "barrier": {"timeout_seconds": 0.01},
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+    out = await gw.call(Principal("agent"), "deposit", {"account_id": "a1", "amount": 1})
+    assert out.ok
+    t = info(gw, "slow")
+    assert t.status == "failed"
+    assert t.error is not None and "barrier" in t.error
+    assert gw.instance().state.count("audit") == 0
+
+
+GATED_TOOLS = """
+from agentenv import tool
+
+GATE = None  # an asyncio.Event the test puts here
+
+
+@tool(duration=0)
+def ping() -> str:
+    return "pong"
+
+
+@tool
+async def gated(ctx) -> str:
+    ctx.state.put("log", {"id": "gated"})
+    await GATE.wait()
+    return "through"
+"""
+
+
+async def test_a_trigger_is_firing_while_its_actions_run_and_the_call_waits(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "gated_tools.py").write_text(GATED_TOOLS)
+    (tmp_path / "env.yaml").write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\nname: gated\n"
+        "state: {log: {}}\ntools: [{module: gated_tools.py}]\n"
+    )
+    gw = Gateway(Environment.load(tmp_path))
+    module = sys.modules[gw.env.tools["gated"].source.split(":")[0]]
+    module.GATE = asyncio.Event()
+    trigger = {
+        "id": "hold",
+        "when": {"type": "action", "tool": "ping"},
+        "actions": [{"type": "tool", "tool": "gated", "args": {}}],
+        "barrier": {"at": "provoking_call", "timeout_seconds": 60},
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+    call = asyncio.ensure_future(gw.call(Principal("default"), "ping", {}))
+    for _ in range(1000):  # let the call reach the action; no clock involved
+        if info(gw, "hold").status == "firing":
+            break
+        await asyncio.sleep(0)
+    assert info(gw, "hold").status == "firing"
+    assert not call.done()  # the provoking call's answer waits for the firing
+    module.GATE.set()
+    out = await call
+    assert (out.ok, out.value) == (True, "pong")
+    assert info(gw, "hold").status == "fired"
+    assert gw.instance().state.has("log", "gated")
+
+
+# -- registration, removal, state ------------------------------------------------------------
+
+
+async def test_an_unknown_action_tool_fails_the_whole_registration(gw: Gateway) -> None:
+    bad = on_create("bad", actions=[{"type": "tool", "tool": "add_nite", "args": {}}])
+    with pytest.raises(
+        GatewayError, match=r"trigger 'bad': actions\[0\]\.tool names unknown tool 'add_nite'"
+    ) as e:
+        await gw.register_triggers(SYSTEM, reg(on_create("good"), bad))
+    assert e.value.status == 400
+    assert gw.triggers_state().triggers == []
+    assert gw.triggers_state().log == []
+    assert [r.event for r in gw.instance().trajectory] == []
+
+
+async def test_an_unknown_watched_tool_fails_the_registration(gw: Gateway) -> None:
+    bad = {
+        "id": "bad",
+        "when": {"type": "action", "tool": "create_tikcet"},
+        "actions": [note_action()],
+    }
+    with pytest.raises(
+        GatewayError, match="trigger 'bad': when.tool names unknown tool 'create_tikcet'"
+    ):
+        await gw.register_triggers(SYSTEM, reg(bad))
+    assert gw.triggers_state().triggers == []
+
+
+async def test_registration_is_additive_by_id(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create("a"), on_create("b")))
+    await gw.register_triggers(
+        SYSTEM, reg(on_create("a", actions=[note_action("replaced")]), on_create("c"))
+    )
+    assert [t.id for t in gw.triggers_state().triggers] == ["a", "b", "c"]
+    await create(gw, "t2")
+    assert sorted(notes(gw)) == ["n-t2", "replaced"]  # b and c write the same note id once
+    control = [r for r in gw.instance().trajectory if r.kind == "control"]
+    assert [(r.event, r.detail) for r in control] == [
+        ("triggers_register", "a, b"),
+        ("triggers_register", "a, c"),
+    ]
+
+
+async def test_replacing_a_trigger_drops_the_old_ones_queued_firing(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M", actions=[note_action("old")])))
+    await create(gw, "t2")
+    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M", actions=[note_action("new")])))
+    await gw.advance_clock(SYSTEM, timedelta(hours=1))
+    assert "old" not in notes(gw)
+
+
+async def test_remove_and_clear(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create("a"), on_create("b"), on_create("c")))
+    await gw.remove_triggers(SYSTEM, ["a"])
+    assert [t.id for t in gw.triggers_state().triggers] == ["b", "c"]
+    assert events(gw, "a") == ["added", "removed"]
+
+    with pytest.raises(GatewayError, match="no trigger 'zz'"):
+        await gw.remove_triggers(SYSTEM, ["b", "zz"])
+    assert [t.id for t in gw.triggers_state().triggers] == ["b", "c"]
+
+    await gw.remove_triggers(SYSTEM, None)
+    assert gw.triggers_state().triggers == []
+    await create(gw, "t2")
+    assert notes(gw) == []
+    assert [r.detail for r in gw.instance().trajectory if r.event == "triggers_remove"] == [
+        "a",
+        "*",
+    ]
+
+
+async def test_the_firing_log_is_numbered_and_stamped(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create()))
+    await create(gw, "t2")
+    log = gw.triggers_state().log
+    assert [e.seq for e in log] == list(range(len(log)))
+    assert all(e.virtual_time == T0 for e in log)
+    detected = next(e for e in log if e.event == "detected")
+    assert detected.detail == "create_ticket matched"
+
+
+async def test_document_triggers_are_armed_on_every_instance_separately() -> None:
+    env = Environment.from_spec(parse_environment_spec(desk_doc(triggers=[on_create()])))
+    gw = Gateway(env)
+    gw.create_instance("b")
+    assert [t.id for t in gw.triggers_state("b").triggers] == ["escalate"]
+    await create(gw, "t2")
+    assert notes(gw) == ["n-t2"]
+    assert info(gw, "escalate", "b").status == "armed"
+    await create(gw, "t3", instance="b")
+    assert notes(gw, "b") == ["n-t3"]
+
+
+def test_a_document_trigger_on_an_unknown_tool_stops_the_gateway() -> None:
+    env = Environment.from_spec(
+        parse_environment_spec(
+            desk_doc(triggers=[on_create(actions=[{"type": "tool", "tool": "nope", "args": {}}])])
+        )
+    )
+    with pytest.raises(GatewayError, match="unknown tool 'nope'"):
+        Gateway(env)
+
+
+# -- templating and checks on their own ------------------------------------------------------
+
+
+def test_render_fills_placeholders() -> None:
+    scope = {
+        "args": {"to": "bob", "n": 3, "tags": ["a", "b"]},
+        "result": {"id": "m-1", "items": [{"id": 7}]},
+    }
+    assert render("${args.n}", scope) == 3
+    assert render("${args.tags}", scope) == ["a", "b"]
+    assert render("to ${args.to}: ${args.n}", scope) == "to bob: 3"
+    assert render({"x": ["${result.items.0.id}", "${result.items.-1.id}"], "y": 1}, scope) == {
+        "x": [7, 7],
+        "y": 1,
+    }
+    assert render("no placeholders", scope) == "no placeholders"
+    with pytest.raises(TemplateError, match=r"\$\{result.items.5.id\} has no value"):
+        render("${result.items.5.id}", scope)
+
+
+def test_check_value_extracts_then_tests() -> None:
+    result = {"status": "closed", "items": [{"id": 1}]}
+    assert check_value(Predicate(equals="closed"), result, "status")
+    assert check_value(Predicate(equals="closed"), result, "result.status")
+    assert check_value(Predicate(regex="^clo"), result, "status")
+    assert not check_value(Predicate(regex="^1"), result, "items.0.id")  # regex needs text
+    assert check_value(Predicate(equals=1), result, "items.0.id")
+    assert check_value(Predicate(exists=False), result, "items.3")
+    assert not check_value(Predicate(equals=None), result, "missing")
+    assert check_value(Predicate(equals=result), result, None)

@@ -1,0 +1,324 @@
+"""Trigger documents: predicates, when (action/state/time), actions, registrations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from agentenv.spec import (
+    ActionWhen,
+    Barrier,
+    CheckStep,
+    DocumentError,
+    NlAction,
+    PermissionAction,
+    Predicate,
+    StateWhen,
+    TimeWhen,
+    ToolAction,
+    TriggerRegistration,
+    TriggerSpec,
+    WherePredicate,
+    parse_environment_spec,
+)
+
+# -- predicates ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"regex": "^a"}, {"equals": 3}, {"equals": None}, {"exists": False}, {"exists": True}],
+)
+def test_a_predicate_with_exactly_one_test(fields: dict) -> None:
+    p = Predicate.model_validate(fields)
+    assert p.model_fields_set == set(fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "has"),
+    [
+        ({}, ""),
+        ({"regex": "a", "equals": "a"}, " (has regex, equals)"),
+        ({"equals": 1, "exists": True}, " (has equals, exists)"),
+        ({"regex": "a", "equals": None, "exists": True}, " (has regex, equals, exists)"),
+    ],
+)
+def test_a_predicate_needs_exactly_one_test(fields: dict, has: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Predicate.model_validate(fields)
+    assert f"a predicate needs exactly one of 'regex', 'equals', 'exists'{has}" in str(info.value)
+
+
+def test_a_predicate_regex_must_compile() -> None:
+    with pytest.raises(ValidationError, match=r"bad regex '\(':"):
+        Predicate(regex="(")
+
+
+@pytest.mark.parametrize("path", ["args", "args.to", "result.items.0.id", "result"])
+def test_where_paths_start_at_args_or_result(path: str) -> None:
+    assert WherePredicate(path=path, exists=True).path == path
+
+
+@pytest.mark.parametrize("path", ["foo.bar", "args.", "argsx", "result..id", ""])
+def test_where_paths_elsewhere_are_refused(path: str) -> None:
+    with pytest.raises(ValidationError):
+        WherePredicate(path=path, exists=True)
+
+
+def test_where_as_a_mapping_reads_as_a_list_of_predicates() -> None:
+    when = ActionWhen.model_validate(
+        {
+            "type": "action",
+            "tool": "send",
+            "where": {"args.to": "bob", "result.id": {"regex": "^m-"}},
+        }
+    )
+    assert when.where == [
+        WherePredicate(path="args.to", equals="bob"),
+        WherePredicate(path="result.id", regex="^m-"),
+    ]
+    assert when.repeat is False
+    assert when.delay is None
+
+
+# -- when ------------------------------------------------------------------------------------
+
+
+def test_action_when_needs_a_tool() -> None:
+    with pytest.raises(ValidationError, match="tool"):
+        ActionWhen.model_validate({"type": "action"})
+
+
+def test_action_when_delay_is_a_duration() -> None:
+    when = ActionWhen.model_validate({"type": "action", "tool": "x", "delay": "PT10M"})
+    assert when.delay == timedelta(minutes=10)
+
+
+def test_state_when_needs_at_least_one_check() -> None:
+    with pytest.raises(ValidationError, match="at least 1 item"):
+        StateWhen.model_validate({"type": "state", "check": []})
+    when = StateWhen.model_validate(
+        {
+            "type": "state",
+            "check": [
+                {
+                    "tool": "get",
+                    "args": {"id": 1},
+                    "extract": "status",
+                    "predicate": {"equals": "x"},
+                }
+            ],
+        }
+    )
+    assert when.check[0] == CheckStep(
+        tool="get", args={"id": 1}, extract="status", predicate=Predicate(equals="x")
+    )
+
+
+def test_a_check_step_needs_a_predicate() -> None:
+    with pytest.raises(ValidationError, match="predicate"):
+        CheckStep.model_validate({"tool": "get"})
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"at": "2026-03-02T09:30:00Z"},
+        {"after": "PT1H"},
+        {"offset": "P1D"},
+        {"every": "PT15M"},
+        {"after": "PT1H", "every": "PT15M", "count": 3, "until": "2026-03-03T00:00:00Z"},
+        {"every": ["PT1M", "PT5M"], "seed": 7},
+        {"every": ["PT1M", "PT1M"]},
+    ],
+)
+def test_good_time_triggers(fields: dict) -> None:
+    TimeWhen.model_validate({"type": "time", **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "a time trigger needs 'at', 'after', 'offset' or 'every'"),
+        ({"count": 2}, "a time trigger needs 'at', 'after', 'offset' or 'every'"),
+        (
+            {"at": "2026-03-02T09:30:00Z", "after": "PT1H"},
+            "give at most one of 'at', 'after', 'offset' (has at, after)",
+        ),
+        (
+            {"after": "PT1H", "offset": "PT1H", "every": "PT1M"},
+            "give at most one of 'at', 'after', 'offset' (has after, offset)",
+        ),
+        ({"at": "2026-03-02T09:30:00"}, "'at' needs a timezone"),
+        ({"every": "PT1H", "until": "2026-03-02T09:30:00"}, "'until' needs a timezone"),
+        ({"every": "PT0S"}, "'every' must be a positive duration"),
+        ({"every": "-PT1H"}, "'every' must be a positive duration"),
+        ({"every": ["PT0S", "PT1M"]}, "'every' must be a positive duration"),
+        ({"every": ["PT5M", "PT1M"]}, "'every' as [min, max] needs min <= max"),
+        ({"every": "PT1H", "count": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_bad_time_triggers(fields: dict, message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        TimeWhen.model_validate({"type": "time", **fields})
+    assert message in str(info.value)
+
+
+def test_time_values_keep_their_instant() -> None:
+    when = TimeWhen.model_validate({"type": "time", "at": "2026-03-02T10:30:00+01:00"})
+    assert when.at == datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+
+
+# -- actions and triggers --------------------------------------------------------------------
+
+
+def _trigger(**fields) -> TriggerSpec:
+    return TriggerSpec.model_validate(
+        {
+            "id": "t",
+            "when": {"type": "time", "every": "PT1H"},
+            "actions": [{"type": "tool", "tool": "x"}],
+            **fields,
+        }
+    )
+
+
+def test_the_when_and_action_kinds_are_chosen_by_type() -> None:
+    t = _trigger(
+        when={"type": "action", "tool": "send"},
+        actions=[
+            {"type": "tool", "tool": "log", "args": {"text": "${args.to}"}, "as": "agent"},
+            {"type": "nl", "text": "Tell the user"},
+            {"type": "permission", "role": "agent", "action": "disable", "tools": "*"},
+        ],
+    )
+    assert isinstance(t.when, ActionWhen)
+    tool_action, nl, permission = t.actions
+    assert isinstance(tool_action, ToolAction) and tool_action.as_ == "agent"
+    assert isinstance(nl, NlAction) and nl.instruction == "Tell the user"
+    assert isinstance(permission, PermissionAction) and permission.tools == "*"
+
+
+def test_an_nl_action_needs_its_text() -> None:
+    with pytest.raises(ValidationError, match="text"):
+        _trigger(actions=[{"type": "nl"}])
+
+
+def test_a_permission_action_is_disable_or_enable() -> None:
+    with pytest.raises(ValidationError, match="'disable' or 'enable'"):
+        _trigger(actions=[{"type": "permission", "role": "a", "action": "block", "tools": "*"}])
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"id": ""}, "at least 1 character"),
+        ({"actions": []}, "at least 1 item"),
+        ({"when": {"type": "weird"}}, "does not match any of the expected tags"),
+        ({"actions": [{"type": "email"}]}, "does not match any of the expected tags"),
+        ({"actions": [{"type": "tool"}]}, "tool"),
+        ({"barrier": {"timeout_seconds": 0}}, "greater than 0"),
+        ({"barrier": {"at": "later"}}, "provoking_call"),
+    ],
+)
+def test_bad_triggers(fields: dict, message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        _trigger(**fields)
+    assert message in str(info.value)
+
+
+def test_barrier_defaults() -> None:
+    assert _trigger(barrier={}).barrier == Barrier(at="provoking_call", timeout_seconds=30.0)
+
+
+def test_registration_ids_must_be_unique() -> None:
+    t = {
+        "id": "dup",
+        "when": {"type": "time", "every": "PT1H"},
+        "actions": [{"type": "nl", "text": "x"}],
+    }
+    with pytest.raises(ValidationError, match="trigger id 'dup' appears twice"):
+        TriggerRegistration.model_validate({"triggers": [t, t]})
+
+
+def test_registration_fields() -> None:
+    reg = TriggerRegistration.model_validate(
+        {
+            "watch_roles": ["agent"],
+            "executor": {"a2a_url": "http://x", "role": "exec"},
+            "triggers": [],
+        }
+    )
+    assert reg.watch_roles == ["agent"]
+    assert reg.executor is not None and reg.executor.timeout_seconds == 60.0
+
+
+# -- triggers inside an environment document -------------------------------------------------
+
+DOC = {"apiVersion": "agentenv/v1", "kind": "Environment", "name": "x"}
+
+
+@pytest.mark.parametrize(
+    ("triggers", "path", "message"),
+    [
+        (
+            [{"id": "a", "when": {"type": "action"}, "actions": [{"type": "nl", "text": "x"}]}],
+            "triggers[0].when.tool",
+            "Field required",
+        ),
+        (
+            {
+                "triggers": [
+                    {
+                        "id": "a",
+                        "when": {"type": "action"},
+                        "actions": [{"type": "nl", "text": "x"}],
+                    }
+                ]
+            },
+            "triggers.triggers[0].when.tool",
+            "Field required",
+        ),
+        (
+            [
+                {
+                    "id": "a",
+                    "when": {"type": "action", "tool": "t", "where": [{"path": "args.x"}]},
+                    "actions": [{"type": "nl", "text": "x"}],
+                }
+            ],
+            "triggers[0].when.where[0]",
+            "a predicate needs exactly one of 'regex', 'equals', 'exists'",
+        ),
+        (
+            [{"id": "a", "when": {"type": "time"}, "actions": [{"type": "nl", "text": "x"}]}],
+            "triggers[0].when",
+            "a time trigger needs 'at', 'after', 'offset' or 'every'",
+        ),
+        (
+            [
+                {
+                    "id": "a",
+                    "when": {"type": "time", "every": "PT1H"},
+                    "actions": [{"type": "nl", "text": "x"}],
+                },
+                {
+                    "id": "b",
+                    "when": {"type": "time", "every": "PT1H"},
+                    "actions": [{"type": "tool"}],
+                },
+            ],
+            "triggers[1].actions[0].tool",
+            "Field required",
+        ),
+    ],
+)
+def test_a_bad_trigger_in_a_document_is_located(triggers, path: str, message: str) -> None:
+    with pytest.raises(DocumentError) as info:
+        parse_environment_spec({**DOC, "triggers": triggers}, "envs/x/env.yaml")
+    err = info.value
+    assert err.path == path
+    assert err.problem.startswith(message)
+    assert str(err).startswith(f"envs/x/env.yaml: {path}: {message}")
