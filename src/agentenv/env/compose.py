@@ -28,12 +28,27 @@ def child_tool(alias: str, tool: Tool) -> Tool:
     """A child's tool renamed into its namespace and bound to its part of the state."""
     inner = tool.invoke
 
-    def invoke(ctx: ToolContext, args: dict[str, Any]) -> Any:
-        view = ToolContext(StateView(ctx.state, alias), ctx.now, ctx.principal, ctx.instance_id)
-        try:
-            return inner(view, args)
-        finally:
-            ctx.spent += view.spent
+    def scoped(ctx: ToolContext) -> ToolContext:
+        return ToolContext(StateView(ctx.state, alias), ctx.now, ctx.principal, ctx.instance_id)
+
+    if tool.is_async:
+
+        async def invoke_async(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            view = scoped(ctx)
+            try:
+                return await inner(view, args)
+            finally:
+                ctx.spent += view.spent
+
+        invoke: Any = invoke_async
+    else:
+
+        def invoke(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            view = scoped(ctx)
+            try:
+                return inner(view, args)
+            finally:
+                ctx.spent += view.spent
 
     return tool.with_options(
         name=namespaced(alias, tool.name), invoke=invoke, source=f"{alias}:{tool.source}"
@@ -58,14 +73,18 @@ def child_access(alias: str, rules: Iterable[AccessRuleSpec]) -> list[AccessRule
     return out
 
 
-def child_triggers(alias: str, registration: TriggerRegistration) -> list[TriggerSpec]:
-    """A child's triggers with ids and tool names renamed, keeping its watch_roles."""
+def child_triggers(
+    alias: str, registration: TriggerRegistration, roles: Iterable[str]
+) -> list[TriggerSpec]:
+    """A child's triggers with ids and tool names renamed. Each keeps whom it watched in
+    the child (explicitly, so that the parent's registration cannot narrow it)."""
     out = []
     for trigger in registration.triggers:
         data = trigger.model_dump(by_alias=True, exclude_unset=True)
         data["id"] = namespaced(alias, trigger.id)
-        if trigger.watch_roles is None and registration.watch_roles is not None:
-            data["watch_roles"] = list(registration.watch_roles)
+        if trigger.watch_roles is None:
+            watched = registration.watch_roles
+            data["watch_roles"] = list(watched) if watched is not None else list(roles)
         when = data["when"]
         if "tool" in when:
             when["tool"] = namespaced(alias, when["tool"])

@@ -135,7 +135,7 @@ class Environment:
                 )
             roles += [r for r in child.roles if r not in roles]
             access = compose.child_access(alias, child.access) + access
-            triggers += compose.child_triggers(alias, child.triggers)
+            triggers += compose.child_triggers(alias, child.triggers, child.roles)
             if clock.start is None and child.clock.start is not None:
                 clock = child.clock
         registration = spec.triggers.model_copy(update={"triggers": triggers})
@@ -232,6 +232,10 @@ def _load_children(spec: EnvironmentSpec, base: Path, file: Any) -> list[tuple[s
         alias = entry.as_ or child.name
         if SEPARATOR in alias or not alias.replace("-", "").replace("_", "").isalnum():
             raise DocumentError(file, where, f"{alias!r} cannot be a namespace; set 'as'")
+        if any(alias == taken for taken, _ in children):
+            raise DocumentError(
+                file, f"compose[{i}]", f"a second child named {alias!r}; give one an 'as'"
+            )
         children.append((alias, child))
     return children
 

@@ -316,11 +316,11 @@ class Gateway:
         # Blocking code runs in a thread, on a fork: a call that times out keeps running
         # but writes only to its fork, which is dropped; one that finishes is merged.
         fork = ctx.state.fork()
-        work = asyncio.to_thread(
-            tool.invoke, ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id), values
-        )
+        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
+        work = asyncio.to_thread(tool.invoke, worker, values)
         value = await (asyncio.wait_for(work, tool.timeout) if tool.timeout else work)
         _merge(ctx.state, fork)
+        ctx.spent += worker.spent
         return value
 
     def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:

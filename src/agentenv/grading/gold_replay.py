@@ -25,6 +25,7 @@ from agentenv.spec.task import SolutionCall
 from agentenv.state import Snapshot, State, StateView, diff
 
 MAX_DIFF_LINES = 100
+DIFF_HEADER = "expected -> actual (- missing, + unexpected, ~ changed):"
 REPLAY_SESSION = "gold-replay"
 
 
@@ -183,9 +184,7 @@ async def gold_replay_envs(
         details["failed_reference_calls"] = outcome.failed_calls
     if not match:
         details["diff"] = "\n".join(
-            f"[{name}] expected -> actual:\n{v['diff']}"
-            for name, v in per_env.items()
-            if not v["match"]
+            f"[{name}] {DIFF_HEADER}\n{v['diff']}" for name, v in per_env.items() if not v["match"]
         )
     return Score(score=1.0 if match else 0.0, passed=match, details=details)
 
@@ -212,5 +211,5 @@ async def gold_replay(
     env = ReplayEnv(gateway=gateway, initial=initial, actual=actual, clock_at=clock_at)
     score = await gold_replay_envs({"env": env}, stripped, principal=who)
     if "diff" in score.details:
-        score.details["diff"] = "expected -> actual:\n" + score.details["envs"]["env"]["diff"]
+        score.details["diff"] = f"{DIFF_HEADER}\n" + score.details["envs"]["env"]["diff"]
     return score

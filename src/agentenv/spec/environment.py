@@ -9,7 +9,6 @@ the clock defaults, the triggers and the tool-access rules. See docs/documents.m
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -229,11 +228,10 @@ class EnvironmentSpec(_Doc):
                 if role not in roles:
                     problems.append((("tools", i, "roles", j), _unknown_role(role, roles)))
         seen_alias: set[str] = set()
-        for i, child in enumerate(self.compose):
-            alias = child.as_ or Path(child.env).name
-            if alias in seen_alias:
-                problems.append((("compose", i), f"a second child named {alias!r}; set 'as'"))
-            seen_alias.add(alias)
+        for i, child in enumerate(self.compose):  # children without `as` are checked on load
+            if child.as_ is not None and child.as_ in seen_alias:
+                problems.append((("compose", i), f"a second child named {child.as_!r}"))
+            seen_alias.add(child.as_ or "")
         for i, rule in enumerate(self.access):
             if self.compose:  # children bring roles of their own; checked once they are loaded
                 break
