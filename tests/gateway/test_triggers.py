@@ -687,7 +687,7 @@ async def test_an_unknown_watched_tool_fails_the_registration(gw: Gateway) -> No
         "actions": [note_action()],
     }
     with pytest.raises(
-        GatewayError, match="trigger 'bad': when.tool names unknown tool 'create_tikcet'"
+        GatewayError, match=r"trigger 'bad': when\.tool names unknown tool 'create_tikcet'"
     ):
         await gw.register_triggers(SYSTEM, reg(bad))
     assert gw.triggers_state().triggers == []
