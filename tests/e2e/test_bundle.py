@@ -1,0 +1,140 @@
+"""The support-desk bundle end to end: `agent-env run`, the episode SDK loop, bad tasks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentenv import EpisodeSpec, Task
+from agentenv.cli import app
+
+BUNDLE = Path(__file__).parents[2] / "examples" / "bundles" / "support-desk"
+runner = CliRunner()
+
+
+def test_the_oracle_solves_every_task_of_the_bundle(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(BUNDLE), "--agent", "oracle", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "2 tasks, 2 passed, mean score 1.00" in result.output
+    assert "oracle on support-desk/resolve-billing   9 turns   0 denied   09:00:00-09:31:38" in (
+        result.output
+    )
+    assert "score 1.00  (env_outcome_verifier 1.00, agent_prompt_response_verifier 1.00)" in (
+        result.output
+    )
+    folder = out / "support-desk__resolve-billing"
+    for name in ("trajectory.jsonl", "scores.json", "task.json", "final_state.json"):
+        assert (folder / name).is_file()
+    scores = json.loads((folder / "scores.json").read_text())
+    assert scores["status"] == "passed" and scores["score"] == 1.0
+    rows = [json.loads(line) for line in (folder / "trajectory.jsonl").read_text().splitlines()]
+    calls = [r["tool"] for r in rows if r["kind"] == "call"]
+    assert calls[:2] == ["list_tickets", "read_ticket"] and calls[-1] == "close_ticket"
+    assert any(r["kind"] == "trigger" for r in rows)  # the customer's answer arrived
+    final = json.loads((folder / "final_state.json").read_text())
+    assert [r["amount"] for r in final["desk"]["refunds"] if r["ticket_id"] == "T-1042"] == [98.0]
+
+
+async def test_the_sdk_loop_scores_what_the_agent_did() -> None:
+    spec = EpisodeSpec.from_task(Task.get("support-desk/resolve-billing"), turn_timeout=900)
+    episode = await spec.start()
+    prompts = []
+    while (turn := await episode.next_turn()) is not None:
+        prompts.append(turn.prompt)
+        async with turn.tools() as tools:
+            assert "issue_refund" in [t.name for t in tools.list_tools()]
+            refund = await tools.call(
+                "issue_refund",
+                {"ticket_id": "T-1042", "customer_id": "C-003", "amount": 98, "reason": "dup"},
+            )
+            assert refund.ok, refund.text
+        await turn.end(response="Refunded $98.")
+    result = await episode.result()
+    assert len(prompts) == 1 and "T-1042" in prompts[0]
+    # The refund is right, but the ticket is not closed and nobody was emailed.
+    assert result.status == "failed" and result.score == 0.0
+    assert 0 < result.scores["outcome"].score < 1
+    assert result.scores["answer"].passed
+
+
+async def test_a_turn_that_never_ends_times_out_and_the_task_says_so() -> None:
+    spec = EpisodeSpec.from_task(Task.get("support-desk/escalate-refund"), turn_timeout=0.2)
+    episode = await spec.start()
+    turn = await episode.next_turn()
+    assert turn is not None  # and we never end it
+    assert await episode.next_turn() is None
+    result = await episode.result()
+    assert result.status == "error"
+    ask = next(s for s in result.steps if s.id == "ask")
+    assert ask.status == "failed" and "did not end within 0.2 s" in (ask.error or "")
+    # The failed prompt stops the task (fail_task_on_error), so the verifiers are skipped.
+    assert {s.id: s.status for s in result.steps}["outcome"] == "skipped"
+    assert not result.passed
+
+
+def _copy_bundle(tmp_path: Path) -> Path:
+    target = tmp_path / "support-desk"
+    shutil.copytree(BUNDLE, target, symlinks=False)
+    return target
+
+
+def test_fail_under_makes_the_run_fail(tmp_path: Path) -> None:
+    bundle = _copy_bundle(tmp_path)
+    task_file = bundle / "tasks" / "resolve-billing.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    task["solution"]["main"]["calls"] = task["solution"]["main"]["calls"][:3]  # stop early
+    task_file.write_text(yaml.safe_dump(task))
+    out = tmp_path / "run"
+    args = ["run", str(bundle), "--agent", "oracle", "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0  # a low score alone is not an error
+    result = runner.invoke(app, [*args, "--fail-under", "0.9"])
+    assert result.exit_code == 1
+    assert "2 tasks, 1 passed, mean score 0.50" in result.output
+    assert "below --fail-under 0.9" in result.output
+
+
+def test_a_task_naming_a_missing_environment_fails_with_its_reason_on_disk(
+    tmp_path: Path,
+) -> None:
+    bundle = _copy_bundle(tmp_path)
+    task_file = bundle / "tasks" / "escalate-refund.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    task["steps"][0]["env"] = "no-such-desk"
+    task_file.write_text(yaml.safe_dump(task))
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(bundle), "--out", str(out)])
+    assert result.exit_code == 1
+    assert "no environment 'no-such-desk'" in result.output
+    scores = json.loads((out / "support-desk__escalate-refund" / "scores.json").read_text())
+    assert scores["status"] == "error"
+    statuses = {s["id"]: s["status"] for s in scores["steps"]}
+    assert statuses["deploy"] == "failed" and statuses["ask"] == "skipped"
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("target", ["support-desk/nope", "nope"])
+def test_an_unknown_task_fails_before_anything_runs(target: str) -> None:
+    result = runner.invoke(app, ["run", target])
+    assert result.exit_code == 1
+    assert "nope" in result.output
+
+
+def test_an_unknown_agent_fails_before_anything_runs(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", str(BUNDLE), "--agent", "nobody", "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "unknown agent 'nobody'" in result.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_task_list_names_the_bundle_tasks() -> None:
+    result = runner.invoke(app, ["task", "list"])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert any(line.startswith("support-desk/resolve-billing\t") for line in lines)
+    assert any(line.startswith("support-desk/escalate-refund\t") for line in lines)
