@@ -64,6 +64,7 @@ class PromptRecord:
     initial: dict[str, Snapshot]
     response: str | None = None
     end_seq: dict[str, int] = field(default_factory=dict)
+    final: dict[str, Snapshot] = field(default_factory=dict)
     ended: datetime | None = None
     error: str | None = None
 

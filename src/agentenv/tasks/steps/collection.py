@@ -12,6 +12,7 @@ folder, writes it there as files:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,6 +70,11 @@ def prompt_json(record: PromptRecord) -> dict[str, Any]:
     }
 
 
+def _file_name(env_id: str) -> str:
+    """An env id as a safe file name (ids are free text: no separators, no leading dot)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", env_id).lstrip(".") or "_"
+
+
 def _write(path: Path, text: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -111,14 +117,14 @@ class CollectArtifacts(Step):
             if folder is not None:
                 for env_id, data in states.items():
                     text = json.dumps(data, indent=2, ensure_ascii=False)
-                    files.append(_write(folder / f"{env_id}.state.json", text))
+                    files.append(_write(folder / f"{_file_name(env_id)}.state.json", text))
         if "trajectory" in kinds:
             trajectories = {}
             for d in envs:
                 trajectory = d.gateway.instance(d.instance).trajectory
                 trajectories[d.env_id] = [r.to_json() for r in trajectory]
                 if folder is not None:
-                    path = folder / f"{d.env_id}.trajectory.jsonl"
+                    path = folder / f"{_file_name(d.env_id)}.trajectory.jsonl"
                     files.append(_write(path, trajectory.to_jsonl()))
             collected["trajectory"] = trajectories
             summary["trajectory"] = {e: {"records": len(r)} for e, r in trajectories.items()}

@@ -108,5 +108,6 @@ class PromptAgent(Step):
             record.end_seq = {
                 e: len(d.gateway.instance(d.instance).trajectory) for e, d in envs.items()
             }
+            record.final = {e: d.snapshot() for e, d in envs.items()}
         calls = sum(record.end_seq[e] - record.start_seq[e] for e in envs)
         return {"prompt_id": prompt_id, "response": response, "records": calls}

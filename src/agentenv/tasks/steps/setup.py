@@ -211,10 +211,26 @@ class RunCodeParams(_Params):
         return self
 
 
-def _truncate(text: str, limit: int) -> tuple[str, bool]:
-    if len(text) <= limit:
+async def _read_head(stream: asyncio.StreamReader | None, limit: int) -> tuple[bytes, bool]:
+    """Read a stream to its end, keeping only its first `limit` bytes (so a chatty process
+    cannot fill memory); also whether anything was dropped."""
+    if stream is None:
+        return b"", False
+    kept = bytearray()
+    dropped = False
+    while chunk := await stream.read(65536):
+        room = limit - len(kept)
+        if room > 0:
+            kept.extend(chunk[:room])
+        dropped = dropped or len(chunk) > room
+    return bytes(kept), dropped
+
+
+def _text(head: bytes, dropped: bool, limit: int) -> tuple[str, bool]:
+    text = head.decode("utf-8", "replace")
+    if len(text) <= limit and not dropped:
         return text, False
-    return text[: max(limit - 40, 0)] + f"\n... [{len(text) - limit} characters cut]", True
+    return text[:limit] + f"\n... [output cut at {limit} characters]", True
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
@@ -271,14 +287,17 @@ class RunCode(Step):
         except OSError as exc:
             raise StepError(f"cannot start the process: {exc}") from None
         try:
-            out, err = await proc.communicate()
+            limit = p.max_output_chars * 4  # bytes: enough for that many UTF-8 characters
+            (out, cut_out), (err, cut_err), _ = await asyncio.gather(
+                _read_head(proc.stdout, limit), _read_head(proc.stderr, limit), proc.wait()
+            )
         except BaseException:  # timed out or cancelled: leave nothing running
             _kill(proc)
             with contextlib.suppress(Exception):
                 await asyncio.shield(proc.wait())
             raise
-        stdout, cut_out = _truncate(out.decode("utf-8", "replace"), p.max_output_chars)
-        stderr, cut_err = _truncate(err.decode("utf-8", "replace"), p.max_output_chars)
+        stdout, cut_out = _text(out, cut_out, p.max_output_chars)
+        stderr, cut_err = _text(err, cut_err, p.max_output_chars)
         code = proc.returncode
         if code != 0 and not p.allow_failure:
             tail = (stderr or stdout).strip()[-1000:]

@@ -78,10 +78,11 @@ def prompt_records(deployed: DeployedEnv, record: PromptRecord) -> list[Trajecto
             f"(its environments: {', '.join(record.start_seq) or 'none'})"
         )
     trajectory = deployed.gateway.instance(deployed.instance).trajectory
-    end = record.end_seq.get(env_id)
-    return records_between(
-        list(trajectory), record.start_seq[env_id], end, session=record.prompt_id
-    )
+    start, end = record.start_seq[env_id], record.end_seq.get(env_id)
+    during = trajectory.since(start)
+    if end is not None:
+        during = during[: max(end - start, 0)]
+    return records_between(during, session=record.prompt_id)
 
 
 def _grading(what: str, exc: VerifierError) -> StepError:
@@ -187,7 +188,10 @@ class EnvOutcomeVerifier(Step):
             envs[env_id] = ReplayEnv(
                 gateway=env.gateway,
                 initial=snapshot,
-                actual=env.state if env_id == deployed.env_id else None,
+                # The state as the prompt left it (later prompts must not count).
+                actual=(record.final.get(env_id) or env.snapshot())
+                if env_id == deployed.env_id
+                else None,
                 clock_at=at,
                 clock_mode=clock.mode if at is not None else None,
                 clock_rate=clock.rate if at is not None else None,
