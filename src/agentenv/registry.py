@@ -30,6 +30,7 @@ class _Entry(Generic[T]):
     name: str
     loader: Callable[[], T]
     origin: str
+    reference: str
 
 
 @dataclass
@@ -83,21 +84,23 @@ class Registry(Generic[T]):
             return self._plugins
         found: dict[str, _Entry[T]] = {}
 
-        def offer(name: str, loader: Callable[[], T], origin: str) -> None:
+        def offer(name: str, loader: Callable[[], T], origin: str, reference: str) -> None:
             if name in self._builtins:
                 return  # built-in names win
-            if name in found and found[name].origin != origin:
+            if name in found and found[name].reference != reference:
                 raise RegistryError(
                     f"two plugins claim the {self.kind} {name!r}: {found[name].origin} and {origin}"
                 )
-            found[name] = _Entry(name, loader, origin)
+            found.setdefault(name, _Entry(name, loader, origin, reference))
 
         for ep in entry_points(group=self.group):
-            offer(ep.name, ep.load, f"entry point {ep.value!r} ({self.group})")
+            offer(ep.name, ep.load, f"entry point {ep.value!r} ({self.group})", ep.value.strip())
         references = list(self._extra) + _config_references(self.config_key)
         for ref in references:
             item = _import_reference(ref, self.kind)
-            offer(self.name_of(item), lambda item=item: item, f"{ref!r} ({CONFIG_FILE})")
+            offer(
+                self.name_of(item), lambda item=item: item, f"{ref!r} ({CONFIG_FILE})", ref.strip()
+            )
         self._plugins = found
         return found
 

@@ -1,8 +1,18 @@
 """Agents: the Agent protocol and the built-in agents."""
 
 from agentenv.agents.base import Agent, AgentError, AgentTurn
+from agentenv.agents.human import HumanAgent
+from agentenv.agents.openai_agent import (
+    OpenAIAgent,
+    OpenAISettings,
+    TurnRecord,
+    Usage,
+    make_openai_agent,
+)
 from agentenv.agents.oracle import OracleAgent
 from agentenv.agents.registry import AGENTS, AgentFactory, make_agent
+from agentenv.agents.replay import ReplayAgent
+from agentenv.agents.scripted import ScriptedAgent
 
 __all__ = [
     "AGENTS",
@@ -10,6 +20,14 @@ __all__ = [
     "AgentError",
     "AgentFactory",
     "AgentTurn",
+    "HumanAgent",
+    "OpenAIAgent",
+    "OpenAISettings",
     "OracleAgent",
+    "ReplayAgent",
+    "ScriptedAgent",
+    "TurnRecord",
+    "Usage",
     "make_agent",
+    "make_openai_agent",
 ]

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agentenv.agents.base import Agent
+from agentenv.agents.base import Agent, AgentError
+from agentenv.agents.human import HumanAgent
+from agentenv.agents.openai_agent import openai_agent_from_spec
 from agentenv.agents.oracle import OracleAgent
+from agentenv.agents.replay import ReplayAgent
+from agentenv.agents.scripted import ScriptedAgent
 from agentenv.registry import Registry, RegistryError
 
 AgentFactory = Callable[[str], Agent]
@@ -30,7 +34,36 @@ def _oracle(argument: str) -> Agent:
 AGENTS.add_builtin(_oracle, "oracle")
 
 
+def _configuration_errors(name: str, build: Callable[[str], Agent]) -> AgentFactory:
+    """A factory whose AgentErrors (a bad spec, a missing package) are RegistryErrors."""
+
+    def factory(argument: str) -> Agent:
+        try:
+            return build(argument)
+        except AgentError as exc:
+            raise RegistryError(f"agent {name!r}: {exc}") from None
+
+    factory.agent_name = name  # type: ignore[attr-defined]
+    return factory
+
+
+def _human(argument: str) -> Agent:
+    if argument:
+        raise AgentError("the human agent takes no argument")
+    return HumanAgent()
+
+
+AGENTS.add_builtin(_configuration_errors("openai", openai_agent_from_spec), "openai")
+AGENTS.add_builtin(_configuration_errors("replay", ReplayAgent.from_spec), "replay")
+AGENTS.add_builtin(_configuration_errors("scripted", ScriptedAgent.from_spec), "scripted")
+AGENTS.add_builtin(_configuration_errors("human", _human), "human")
+
+
 def make_agent(spec: str) -> Agent:
-    """An agent from a spec such as `oracle` or `name:argument`."""
+    """An agent from a spec such as `oracle` or `name:argument`.
+
+    Built-ins: `oracle`, `openai:MODEL[?option=value&...]`, `replay:FILE[?option=...]`,
+    `scripted:module:function`, `human`. A bad argument is a RegistryError.
+    """
     name, _, argument = spec.partition(":")
     return AGENTS.get(name)(argument)

@@ -56,8 +56,7 @@ def load_function(reference: str) -> ScriptFunction:
     module_name, sep, attr = reference.rpartition(":")
     if not sep or not module_name or not attr:
         raise AgentError(
-            f"scripted agent: expected 'module:function' (or 'file.py:function'), "
-            f"got {reference!r}"
+            f"scripted agent: expected 'module:function' (or 'file.py:function'), got {reference!r}"
         )
     if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
         module = _load_file(Path(module_name))
@@ -71,9 +70,7 @@ def load_function(reference: str) -> ScriptFunction:
                     f"scripted agent: no module named {module_name!r} "
                     "(is it installed, or on PYTHONPATH?)"
                 ) from None
-            raise AgentError(
-                f"scripted agent: importing {module_name!r} failed: {exc}"
-            ) from None
+            raise AgentError(f"scripted agent: importing {module_name!r} failed: {exc}") from None
         except Exception as exc:
             raise AgentError(
                 f"scripted agent: importing {module_name!r} failed: {type(exc).__name__}: {exc}"
@@ -83,13 +80,9 @@ def load_function(reference: str) -> ScriptFunction:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise AgentError(
-                f"scripted agent: {module_name!r} has no attribute {attr!r}"
-            ) from None
+            raise AgentError(f"scripted agent: {module_name!r} has no attribute {attr!r}") from None
     if not callable(obj):
-        raise AgentError(
-            f"scripted agent: {reference!r} is a {type(obj).__name__}, not a function"
-        )
+        raise AgentError(f"scripted agent: {reference!r} is a {type(obj).__name__}, not a function")
     return obj
 
 

@@ -11,16 +11,17 @@ the rest is skipped. Every step's start, end, status, output and error are recor
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from graphlib import TopologicalSorter
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from agentenv.env.tool import SYSTEM
 from agentenv.registry import Registry, RegistryError
 from agentenv.spec.errors import format_location
-from agentenv.spec.task import TaskSpec, fill_placeholders
+from agentenv.spec.task import SolutionTurn, TaskSpec, fill_placeholders
 from agentenv.state import Snapshot
 from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import STEPS, Score, Step, StepError
@@ -58,6 +59,38 @@ class TaskResult(BaseModel):
     error: str | None = None
 
 
+_SOLUTIONS: TypeAdapter[dict[str, SolutionTurn]] = TypeAdapter(dict[str, SolutionTurn])
+
+
+@dataclass
+class _Checkpoint:
+    """What a retry goes back to: env states, and which envs, agents, prompts and
+    snapshots existed, when a step started."""
+
+    states: dict[str, Snapshot]
+    names: tuple[frozenset[str], ...]
+
+    @classmethod
+    def take(cls, ctx: TaskContext) -> _Checkpoint:
+        return cls(ctx.checkpoint(), tuple(frozenset(r) for r in _registries(ctx)))
+
+    def keys(self, ctx: TaskContext) -> list[tuple[dict[str, Any], frozenset[str]]]:
+        return list(zip(_registries(ctx), self.names, strict=True))
+
+
+def _registries(ctx: TaskContext) -> list[dict[str, Any]]:
+    return [ctx.envs, ctx.agents, ctx.prompts, ctx.snapshots]
+
+
+def _where(task: TaskSpec, loc: tuple[Any, ...]) -> str:
+    """`steps[1] ('b').depends_on[0]`: the step by index and id, then the field."""
+    if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
+        head = f"steps[{loc[1]}] ({task.steps[loc[1]].id!r})"
+        rest = format_location(loc[2:]) if len(loc) > 2 else ""
+        return f"{head}.{rest}" if rest else head
+    return format_location(loc)
+
+
 def build_steps(
     task: TaskSpec, seed: dict[str, Any] | None = None, registry: Registry[type[Step]] = STEPS
 ) -> list[Step]:
@@ -66,7 +99,7 @@ def build_steps(
     problems = task.structure_problems()
     if problems:
         loc, message = problems[0]
-        raise TaskError(f"{format_location(loc)}: {message}")
+        raise TaskError(f"{_where(task, loc)}: {message}")
     values = {**task.seed, **(seed or {})}
     steps = []
     for i, spec in enumerate(task.steps):
@@ -75,6 +108,8 @@ def build_steps(
             cls = registry.get(spec.type)
         except RegistryError as exc:
             raise TaskError(f"{where}.type: {exc}") from None
+        if not (isinstance(cls, type) and issubclass(cls, Step)):
+            raise TaskError(f"{where}.type: {spec.type!r} is registered but is not a Step class")
         try:
             params = cls.Params.model_validate(fill_placeholders(spec.params, values))
         except ValidationError as exc:
@@ -95,13 +130,17 @@ class TaskRunner:
     def __init__(self, task: TaskSpec, ctx: TaskContext, steps: list[Step]) -> None:
         self.task = task
         self.ctx = ctx
+        if task.solution:  # the reference solution may use <key> placeholders too
+            values = {**task.seed, **ctx.seed}
+            raw = fill_placeholders(task.model_dump(mode="json")["solution"], values)
+            ctx.task = task.model_copy(update={"solution": _SOLUTIONS.validate_python(raw)})
         self.steps = {s.id: s for s in steps}
         self.order = [s.id for s in steps]
         self.index = {sid: i for i, sid in enumerate(self.order)}
         self.deps = task.dependencies()
         self.records = {s.id: StepRecord(id=s.id, type=s.spec.type) for s in steps}
         self.retries: dict[str, int] = dict.fromkeys(self.order, 0)
-        self.checkpoints: dict[str, dict[str, Snapshot]] = {}
+        self.checkpoints: dict[str, _Checkpoint] = {}
         self.aborted: str | None = None
 
     async def run(self) -> TaskResult:
@@ -155,11 +194,17 @@ class TaskRunner:
         return False
 
     async def _rewind(self, target: str, mode: str) -> None:
-        if mode == "rollback":
-            for env_id, snapshot in self.checkpoints.get(target, {}).items():
-                deployed = self.ctx.envs.get(env_id)
-                if deployed is not None:
-                    await deployed.gateway.restore(SYSTEM, snapshot, instance=deployed.instance)
+        checkpoint = self.checkpoints.get(target)
+        if checkpoint is not None:
+            if mode == "rollback":
+                for env_id, snapshot in checkpoint.states.items():
+                    deployed = self.ctx.envs.get(env_id)
+                    if deployed is not None:
+                        await deployed.gateway.restore(SYSTEM, snapshot, instance=deployed.instance)
+            # What the re-run steps deployed, prompted or saved goes, so they can redo it.
+            for registry, kept in checkpoint.keys(self.ctx):
+                for key in [k for k in registry if k not in kept]:
+                    del registry[key]
         for sid in self.order[self.index[target] :]:
             record = self.records[sid]
             record.status, record.output, record.error = "pending", None, None
@@ -171,7 +216,7 @@ class TaskRunner:
         record = self.records[sid]
         record.status, record.attempts, record.started_at = "running", record.attempts + 1, _now()
         record.error = None
-        self.checkpoints[sid] = self.ctx.checkpoint()
+        self.checkpoints[sid] = _Checkpoint.take(self.ctx)
         timeout = step.spec.timeout_seconds or step.default_timeout
         try:
             output = await asyncio.wait_for(step.run(self.ctx), timeout)

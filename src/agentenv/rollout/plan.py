@@ -1,0 +1,266 @@
+"""The rollout plan: tasks x agents x seeds x repeats, each episode with a stable id.
+
+An episode's id is a digest of what defines it (task name, agent name, seed values,
+repeat index), so re-running the same plan into the same run folder finds the episodes
+that are already done. Everything a plan names is checked when the plan is built: a
+missing task, an unknown agent or a task document that cannot run fails before any
+episode starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentenv.agents.base import Agent
+from agentenv.agents.registry import make_agent
+from agentenv.registry import RegistryError
+from agentenv.spec.errors import DocumentError
+from agentenv.tasks.bundle import Bundle, Task, TaskNotFound, iter_bundles
+from agentenv.tasks.runner import TaskError, build_steps
+
+ID_LENGTH = 16
+"""Hex digits of an episode id (64 bits)."""
+
+
+class PlanError(ValueError):
+    """A plan that cannot run: a missing task or agent, a bad task document, bad numbers."""
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def episode_id(task: str, agent: str, seed: Mapping[str, Any], repeat: int) -> str:
+    """The stable id of one episode: a digest of its task, agent, seed values and repeat."""
+    key = _canonical({"task": task, "agent": agent, "seed": dict(seed), "repeat": repeat})
+    return hashlib.sha256(key.encode()).hexdigest()[:ID_LENGTH]
+
+
+@dataclass(frozen=True)
+class PlanAgent:
+    """An agent a plan runs: a name (what records and reports show) and how to build one.
+
+    `make` is called for every agent a task deploys, in every episode, so each episode gets
+    its own agent (an agent's `usage` counters are then per episode).
+    """
+
+    name: str
+    make: Callable[[], Agent]
+    spec: str | None = None
+    """The registry spec (`oracle`, `scripted:mod:fn`) when it came from one."""
+
+    @classmethod
+    def from_spec(cls, spec: str) -> PlanAgent:
+        """An agent from the registry by spec; PlanError now if there is no such agent."""
+        try:
+            make_agent(spec)
+        except RegistryError as exc:
+            raise PlanError(f"agent {spec!r}: {exc}") from None
+        return cls(name=spec, make=_SpecFactory(spec), spec=spec)
+
+    @classmethod
+    def of(cls, name: str, agent: Agent | Callable[[], Agent] | type) -> PlanAgent:
+        """An agent from Python: an Agent class or a zero-argument factory (one agent per
+        episode), or an Agent instance (shared by every episode; keep it stateless)."""
+        if isinstance(agent, type) or not hasattr(agent, "run_turn"):
+            if not callable(agent):
+                raise PlanError(f"agent {name!r}: expected an Agent or a factory of one")
+            return cls(name=name, make=agent)  # type: ignore[arg-type]
+        return cls(name=name, make=_Shared(agent))
+
+
+@dataclass(frozen=True)
+class _SpecFactory:
+    """Picklable (Ray ships it to workers): builds the agent from its spec."""
+
+    spec: str
+
+    def __call__(self) -> Agent:
+        return make_agent(self.spec)
+
+
+@dataclass(frozen=True)
+class _Shared:
+    agent: Any
+
+    def __call__(self) -> Agent:
+        return self.agent
+
+
+@dataclass(frozen=True)
+class PlannedEpisode:
+    """One episode of a plan."""
+
+    id: str
+    task: str
+    agent: str
+    seed: dict[str, Any] = field(default_factory=dict, hash=False)
+    repeat: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The episode as JSON data."""
+        return {
+            "episode_id": self.id,
+            "task": self.task,
+            "agent": self.agent,
+            "seed": self.seed,
+            "repeat": self.repeat,
+        }
+
+
+def resolve_targets(targets: Iterable[str | Path | Task]) -> list[Task]:
+    """Tasks from targets: a task file, a bundle folder (all its tasks), a catalog name
+    `bundle/task`, a catalog bundle name (all its tasks), or a Task. PlanError for a target
+    that names nothing, or for two different tasks under one name."""
+    found: dict[str, Task] = {}
+    for target in targets:
+        for task in _resolve_one(target):
+            known = found.get(task.name)
+            if known is not None and known.file != task.file:
+                raise PlanError(
+                    f"two different tasks are called {task.name!r}: {known.file} and {task.file}"
+                )
+            found.setdefault(task.name, task)
+    if not found:
+        raise PlanError("the plan has no tasks")
+    return list(found.values())
+
+
+def _resolve_one(target: str | Path | Task) -> list[Task]:
+    if isinstance(target, Task):
+        return [target]
+    path = Path(target)
+    text = str(target)
+    try:
+        if path.is_file():
+            return [Task.load(path)]
+        if path.is_dir():
+            if not Bundle.is_bundle(path):
+                raise PlanError(f"{path} is not a bundle (no tasks/ or envs/ folder)")
+            bundle = Bundle(path.resolve())
+            files = bundle.task_files()
+            if not files:
+                raise PlanError(f"bundle {path} has no tasks (tasks/*.json|yaml)")
+            return [Task.load(f, bundle=bundle) for f in files]
+        if text.count("/") == 1 and not path.suffix and not text.startswith((".", "/")):
+            return [Task.get(text)]
+        for bundle in iter_bundles():
+            if bundle.name == text:
+                files = bundle.task_files()
+                if not files:
+                    raise PlanError(f"bundle {text!r} has no tasks")
+                return [Task.load(f, bundle=bundle) for f in files]
+    except TaskNotFound as exc:
+        raise PlanError(str(exc)) from None
+    except DocumentError as exc:
+        raise PlanError(str(exc)) from None
+    raise PlanError(
+        f"no task file, bundle folder or catalog task {text!r} (see `agent-env task list`)"
+    )
+
+
+@dataclass
+class RolloutPlan:
+    """Tasks x agents x seeds x repeats. Build one with `RolloutPlan.build`."""
+
+    tasks: dict[str, Task]
+    agents: dict[str, PlanAgent]
+    repeats: int = 1
+    seeds: list[dict[str, Any]] = field(default_factory=lambda: [{}])
+
+    @classmethod
+    def build(
+        cls,
+        tasks: Iterable[str | Path | Task],
+        agents: Iterable[str | PlanAgent],
+        *,
+        repeats: int = 1,
+        seeds: Iterable[Mapping[str, Any]] | None = None,
+        check: bool = True,
+    ) -> RolloutPlan:
+        """Resolve and check everything the plan names; PlanError before anything runs.
+
+        `agents` are registry specs (`oracle`) or PlanAgents; `seeds` are sets of `<key>`
+        placeholder values (each task runs once per seed set, `repeats` times).
+        `check` also builds every task's steps for every seed (unknown step types and bad
+        fields fail here rather than in every episode).
+        """
+        if repeats < 1:
+            raise PlanError(f"repeats must be at least 1 (got {repeats})")
+        seed_list = [dict(s) for s in seeds] if seeds is not None else [{}]
+        if not seed_list:
+            raise PlanError("the plan has no seeds (give at least one, or none for {})")
+        for i, seed in enumerate(seed_list):
+            if not isinstance(seed, dict) or not all(isinstance(k, str) for k in seed):
+                raise PlanError(f"seeds[{i}] must be an object of placeholder values")
+        resolved = resolve_targets(tasks)
+        plan_agents: dict[str, PlanAgent] = {}
+        for agent in agents:
+            entry = agent if isinstance(agent, PlanAgent) else PlanAgent.from_spec(agent)
+            if entry.name in plan_agents:
+                raise PlanError(f"agent {entry.name!r} is named twice")
+            plan_agents[entry.name] = entry
+        if not plan_agents:
+            raise PlanError("the plan has no agents")
+        plan = cls(
+            tasks={t.name: t for t in resolved},
+            agents=plan_agents,
+            repeats=repeats,
+            seeds=seed_list,
+        )
+        if check:
+            plan.check()
+        return plan
+
+    def check(self) -> None:
+        """Build every task's steps for every seed; PlanError naming the first problem."""
+        for task in self.tasks.values():
+            for seed in self.seeds:
+                try:
+                    build_steps(task.spec, seed)
+                except TaskError as exc:
+                    where = task.file or task.name
+                    shown = f" with seed {_canonical(seed)}" if seed else ""
+                    raise PlanError(f"task {task.name!r} ({where}){shown}: {exc}") from None
+
+    def __len__(self) -> int:
+        return len(self.tasks) * len(self.agents) * len(self.seeds) * self.repeats
+
+    def episodes(self) -> Iterator[PlannedEpisode]:
+        """Every episode, task by task, then agent, seed and repeat."""
+        for task in self.tasks:
+            for agent in self.agents:
+                for seed in self.seeds:
+                    for repeat in range(self.repeats):
+                        yield PlannedEpisode(
+                            id=episode_id(task, agent, seed, repeat),
+                            task=task,
+                            agent=agent,
+                            seed=seed,
+                            repeat=repeat,
+                        )
+
+    @property
+    def plan_id(self) -> str:
+        """A digest of the plan's definition."""
+        return hashlib.sha256(_canonical(self.describe(ids=False)).encode()).hexdigest()[:16]
+
+    def describe(self, *, ids: bool = False) -> dict[str, Any]:
+        """The plan as JSON data (what `plan.json` in a run folder holds)."""
+        out: dict[str, Any] = {
+            "tasks": {
+                name: str(task.file) if task.file else None for name, task in self.tasks.items()
+            },
+            "agents": list(self.agents),
+            "seeds": self.seeds,
+            "repeats": self.repeats,
+            "episodes": len(self),
+        }
+        if ids:
+            out["episode_ids"] = [e.id for e in self.episodes()]
+        return out
