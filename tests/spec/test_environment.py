@@ -122,7 +122,7 @@ def test_unknown_fields_are_refused_everywhere() -> None:
         ({"name": "x"}, "a tool needs exactly one of 'function'"),
         ({"function": "a.py:f", "module": "a.py"}, "(has function, module)"),
         ({"crud": {"collection": "t", "op": "get"}}, "a crud tool needs a 'name'"),
-        ({"module": "a.py", "name": "x"}, "'name' cannot be set on a 'module' entry"),
+        ({"module": "a.py", "name": "x"}, "'name' cannot be set on a 'module' or 'method' entry"),
         ({"function": "a.py:f", "params": {"x": {}}}, "'params' is only for crud tools"),
         ({"function": "a.py:f", "timeout": 0}, "greater than 0"),
         ({"function": "a.py:f", "kind": "delete"}, "'read' or 'write'"),

@@ -67,7 +67,8 @@ def child_access(alias: str, rules: Iterable[AccessRuleSpec]) -> list[AccessRule
         tools = (
             [namespaced(alias, "*")]
             if rule.tools == "*"
-            else [namespaced(alias, t) for t in rule.tools]
+            # get_time belongs to the one clock, so it keeps its name
+            else [t if t == "get_time" else namespaced(alias, t) for t in rule.tools]
         )
         out.append(rule.model_copy(update={"tools": tools}))
     return out

@@ -52,7 +52,12 @@ def _properties(
 ) -> tuple[dict[str, dict[str, Any]], set[str]]:
     if params:
         props = {
-            n: p.model_dump(exclude_none=True, exclude={"required"}) for n, p in params.items()
+            n: {
+                k: v
+                for k, v in p.model_dump(exclude_none=True, exclude={"required"}).items()
+                if v != ""
+            }
+            for n, p in params.items()
         }
         required = {n for n, p in params.items() if p.required}
         return props, required
@@ -106,7 +111,12 @@ def build_crud_tool(spec: ToolSpec, collection: CollectionSpec) -> Tool:
     args_model = create_model(  # type: ignore[call-overload]
         f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
-    input_schema = {"type": "object", "properties": schema_props, "required": sorted(req)}
+    input_schema = {
+        "type": "object",
+        "properties": schema_props,
+        "required": sorted(req),
+        "additionalProperties": False,
+    }
     if op == "search":
         text_fields = spec.crud.fields or [f for f, p in props.items() if p.get("type") == "string"]
 

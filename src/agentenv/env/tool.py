@@ -169,10 +169,7 @@ class Tool:
         param_docs = {p.arg_name: p.description or "" for p in doc.params}
         name = overrides.pop("name", None) or options.name or fn.__name__
         description = (
-            overrides.pop("description", None)
-            or options.description
-            or "\n\n".join(x for x in (doc.short_description, doc.long_description) if x)
-            or name
+            overrides.pop("description", None) or options.description or _description(doc) or name
         )
         signature = inspect.signature(fn)
         try:
@@ -229,6 +226,15 @@ class Tool:
             source=f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', name)}",
             **overrides,
         )
+
+
+def _description(doc: docstring_parser.Docstring) -> str:
+    """Summary and body of a docstring; a summary that wraps onto a second line stays one
+    sentence."""
+    short, long = doc.short_description or "", doc.long_description or ""
+    if not long:
+        return short
+    return f"{short}\n\n{long}" if doc.blank_after_short_description else f"{short} {long}"
 
 
 def _first_is_context(params: list[inspect.Parameter], hints: dict[str, Any]) -> bool:

@@ -59,6 +59,8 @@ class Authenticator:
         """The caller, from the role header and the Authorization header."""
         if self.trusted:
             role = (role_header or "").strip() or self.default_role
+            if role == SYSTEM.role:
+                raise AuthError(f"the role {SYSTEM.role!r} is the gateway's own; pick another")
             return Principal(role=role, admin=True)
         if not authorization or not authorization.lower().startswith("bearer "):
             raise AuthError("a bearer token is required (Authorization: Bearer <token>)")

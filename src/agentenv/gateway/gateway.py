@@ -111,6 +111,7 @@ class Gateway:
 
     def __init__(self, env: Environment) -> None:
         self.env = env
+        self._roles = frozenset(env.roles)
         self._instances: dict[str, Instance] = {}
         self._firer = Firer(self)
         self.create_instance(DEFAULT_INSTANCE)
@@ -448,6 +449,8 @@ class Gateway:
         """Disable or enable tools for a role at run time; unknown tool names are an error."""
         self._control(principal)
         inst = self.instance(instance)
+        if role != "*" and role not in self._roles:
+            raise GatewayError(f"unknown role {role!r} (roles: {', '.join(self.env.roles)})")
         if tools != "*":
             unknown = [t for t in tools if self._tool(inst, t) is None and t != GET_TIME.name]
             if unknown:

@@ -64,7 +64,8 @@ class McpAdapter:
         )
 
     def _caller(self, ctx: ServerRequestContext) -> tuple[Principal, str, str | None]:
-        meta = ctx.meta or {}
+        # Only string values count: `_meta` is the client's to fill, the trajectory is typed.
+        meta = {k: v for k, v in (ctx.meta or {}).items() if isinstance(v, str) and v}
         request: Request | None = ctx.request
         if request is None:  # stdio: a local process the user started
             role = meta.get(META_ROLE) or self.gateway.env.default_role
@@ -153,6 +154,13 @@ class McpHttp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
+        if request.method == "GET":
+            # No server-initiated stream in stateless mode; an open GET stream would also
+            # keep the server from shutting down. The spec allows 405 here.
+            response = error_response(405, "method_not_allowed", "use POST for MCP requests")
+            response.headers["Allow"] = "POST, DELETE"
+            await response(scope, receive, send)
+            return
         auth = self.adapter.auth
         try:
             auth.principal(request.headers.get(ROLE_HEADER), request.headers.get("authorization"))

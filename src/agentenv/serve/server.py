@@ -25,5 +25,12 @@ def make_server(
     tokens. Call `.run()` (blocking) or `await .serve()`."""
     auth = Authenticator.for_host(host, tokens, default_role=gateway.env.default_role)
     app = create_app(gateway, auth=auth, max_body=max_body, loopback=is_loopback(host))
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,  # a client holding a connection cannot pin the server
+    )
     return uvicorn.Server(config)

@@ -118,8 +118,8 @@ class ToolSpec(_Doc):
             )
         if self.crud is not None and self.name is None:
             raise ValueError("a crud tool needs a 'name'")
-        if self.module is not None and self.name:
-            raise ValueError("'name' cannot be set on a 'module' entry")
+        if (self.module is not None or self.method is not None) and self.name:
+            raise ValueError("'name' cannot be set on a 'module' or 'method' entry")
         if self.params is not None and self.crud is None:
             raise ValueError(
                 "'params' is only for crud tools; a function's parameters come from its "
@@ -237,6 +237,16 @@ class EnvironmentSpec(_Doc):
                 break
             if rule.role != "*" and rule.role not in roles:
                 problems.append((("access", i, "role"), _unknown_role(rule.role, roles)))
+        if self.clock.start is None and not self.compose:
+            for i, trigger in enumerate(self.triggers.triggers):
+                when = trigger.when
+                relative = when.type == "time" and when.at is None
+                delayed = when.type in ("action", "state") and when.delay is not None
+                if relative or delayed:
+                    what = "a relative time trigger" if relative else "'delay'"
+                    problems.append(
+                        (("triggers", i, "when"), f"{what} needs an armed clock: set clock.start")
+                    )
         for name in self.seed:
             if name not in self.state:
                 problems.append((("seed", name), f"no collection {name!r} is declared in 'state'"))

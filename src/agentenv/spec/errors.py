@@ -86,14 +86,7 @@ def _user_location(loc: Sequence[Any], data: Any) -> tuple[Any, ...]:
     node = data
     tagged: Any = None
     for part in loc:
-        if (isinstance(node, dict) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        ):
-            node = node[part]
-            out.append(part)
-        elif isinstance(part, str) and not isinstance(node, dict | list):
-            continue  # a union label below a leaf value
-        elif (
+        if (
             isinstance(node, dict)
             and part in _UNION_TAGS
             and node.get("type") == part
@@ -101,6 +94,13 @@ def _user_location(loc: Sequence[Any], data: Any) -> tuple[Any, ...]:
         ):
             tagged = node  # the tag of a discriminated union (once: a field may share its name)
             continue
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        ):
+            node = node[part]
+            out.append(part)
+        elif isinstance(part, str) and not isinstance(node, dict | list):
+            continue  # a union label below a leaf value
         elif isinstance(part, str) and isinstance(node, dict) and not _is_label(part):
             out.append(part)  # a missing or unknown field: keep its name
             node = None
