@@ -199,9 +199,12 @@ class Gateway:
         """
         inst = self.instance(instance)
         async with inst.lock:
-            await self._firer.fire_due(inst)
+            triggers = inst.triggers
+            if not triggers.empty:  # the common case has none: skip the trigger work
+                await self._firer.fire_due(inst)
             result = await self.execute(inst, principal, tool, args, session=session)
-            await self._firer.fire_due(inst)
+            if not triggers.empty:
+                await self._firer.fire_due(inst)
             return result
 
     async def execute(
@@ -301,7 +304,7 @@ class Gateway:
             seq=record.seq,
             state_hash=record.state_hash,
         )
-        if error is None and kind == "call":
+        if error is None and kind == "call" and not inst.triggers.empty:
             # Triggers see the arguments the caller gave, not the defaults filled in.
             await self._firer.after_call(inst, principal, name, given, value)
         return result

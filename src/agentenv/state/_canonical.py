@@ -39,11 +39,18 @@ def combine(total: int, add: int = 0, remove: int = 0) -> int:
     return (total + add - remove) & _MASK
 
 
+_CONTAINERS = (dict, list)
+
+
 def copy_json(value: Any) -> Any:
-    """A deep copy of JSON data (dicts, lists, scalars), several times faster than deepcopy."""
+    """A deep copy of JSON data (dicts, lists, scalars), several times faster than deepcopy.
+
+    Scalars are immutable, so only containers are copied (and recursed into); this sits on
+    the hot path of every call (record copies, trajectory records).
+    """
     kind = type(value)
     if kind is dict:
-        return {k: copy_json(v) for k, v in value.items()}
+        return {k: copy_json(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
     if kind is list:
-        return [copy_json(v) for v in value]
+        return [copy_json(v) if type(v) in _CONTAINERS else v for v in value]
     return value
