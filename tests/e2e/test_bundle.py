@@ -138,3 +138,23 @@ def test_task_list_names_the_bundle_tasks() -> None:
     lines = result.output.splitlines()
     assert any(line.startswith("support-desk/resolve-billing\t") for line in lines)
     assert any(line.startswith("support-desk/escalate-refund\t") for line in lines)
+
+
+PERSONAL = Path(__file__).parents[2] / "examples" / "bundles" / "personal"
+
+
+def test_the_personal_bundle_runs_two_agents_one_playing_the_user(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(PERSONAL), "--agent", "oracle", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 tasks, 1 passed, mean score 1.00" in result.output
+    assert "alex: Hi! Could you set up lunch with Jordan" in result.output
+    rows = [
+        json.loads(line)
+        for line in (out / "personal__plan-lunch" / "trajectory.jsonl").read_text().splitlines()
+    ]
+    speakers = [r["role"] for r in rows if r["kind"] == "message"]
+    assert speakers == ["user", "assistant", "user"]
+    callers = {(r["role"], r["tool"]) for r in rows if r["kind"] == "call"}
+    assert ("user", "tasks__add_task") in callers
+    assert ("assistant", "email__send_email") in callers

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
@@ -64,8 +65,9 @@ def _types(schema: dict[str, Any]) -> tuple[list[str], bool]:
     for key in ("anyOf", "oneOf"):
         for option in schema.get(key) or []:
             if isinstance(option, dict):
-                found.extend(_types(option)[0] or ["any"])
-                if option.get("type") == "null":
+                kinds, nullable = _types(option)
+                found.extend(kinds or ([] if nullable else ["any"]))
+                if nullable:
                     found.append("null")
     nullable = "null" in found
     kinds = list(dict.fromkeys(t for t in found if t != "null"))
@@ -164,7 +166,9 @@ class HumanAgent:
 
     async def _ask(self, label: str) -> str:
         def ask() -> str:
-            return Prompt.ask(label, console=self.console, stream=self._stream, default="")
+            return Prompt.ask(
+                label, console=self.console, stream=self._stream, default="", show_default=False
+            )
 
         try:
             answer = await asyncio.to_thread(ask)
@@ -222,7 +226,7 @@ class HumanAgent:
         self.console.print(self._tool_table(tools))
         by_name = {info.name: info for info in tools}
         while True:
-            answer = await self._ask(f"Tool (1-{len(tools)} or name, '{DONE}' to answer)")
+            answer = await self._ask(f"Tool (1-{len(tools)} or a name; {DONE} to answer)")
             if answer.lower() == DONE:
                 return None
             if answer.isdigit() and 1 <= int(answer) <= len(tools):
@@ -255,7 +259,7 @@ class HumanAgent:
             description = prop.get("description")
             if description:
                 self.console.print(Text(f"  {name}: {description}", style="dim"))
-            label = f"{info.name}.[bold]{name}[/bold] ({'; '.join(notes)})"
+            label = f"{escape(info.name)}.[bold]{escape(name)}[/bold] ({escape('; '.join(notes))})"
             while True:
                 answer = await self._ask(label)
                 if answer == "":

@@ -346,7 +346,8 @@ class OpenAIAgent:
             raise AgentError(
                 f"model_params may not set {', '.join(reserved)} (the agent sets them)"
             )
-        named = {k: v for k, v in params.items() if k in NAMED_PARAMS and v is not None}
+        params = {k: v for k, v in params.items() if v is not None}  # None: leave unset
+        named = {k: v for k, v in params.items() if k in NAMED_PARAMS}
         extra = {k: v for k, v in params.items() if k not in NAMED_PARAMS}
         return named, extra
 

@@ -21,6 +21,7 @@ class OracleAgent:
                 f"the task has no reference solution for prompt {turn.prompt_id!r}; "
                 "add it under `solution:` in the task"
             )
-        for call in turn.solution.calls:
-            await turn.tools.call(call.tool, call.args, env_id=call.env_id)
+        if turn.conversation_turn == 0:  # in a conversation, the work is done on the first
+            for call in turn.solution.calls:
+                await turn.tools.call(call.tool, call.args, env_id=call.env_id)
         return turn.solution.response

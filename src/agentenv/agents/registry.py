@@ -10,6 +10,7 @@ from agentenv.agents.openai_agent import openai_agent_from_spec
 from agentenv.agents.oracle import OracleAgent
 from agentenv.agents.replay import ReplayAgent
 from agentenv.agents.scripted import ScriptedAgent
+from agentenv.agents.simulated_user import SimulatedUser
 from agentenv.registry import Registry, RegistryError
 
 AgentFactory = Callable[[str], Agent]
@@ -59,11 +60,21 @@ AGENTS.add_builtin(_configuration_errors("scripted", ScriptedAgent.from_spec), "
 AGENTS.add_builtin(_configuration_errors("human", _human), "human")
 
 
+def _simulated_user(argument: str) -> Agent:
+    if argument:
+        raise AgentError("the simulated user takes no argument (configure it in agent_config)")
+    return SimulatedUser()
+
+
+AGENTS.add_builtin(_configuration_errors("simulated-user", _simulated_user), "simulated-user")
+
+
 def make_agent(spec: str) -> Agent:
     """An agent from a spec such as `oracle` or `name:argument`.
 
     Built-ins: `oracle`, `openai:MODEL[?option=value&...]`, `replay:FILE[?option=...]`,
-    `scripted:module:function`, `human`. A bad argument is a RegistryError.
+    `scripted:module:function`, `human`, `simulated-user`. A bad argument is a
+    RegistryError.
     """
     name, _, argument = spec.partition(":")
     return AGENTS.get(name)(argument)

@@ -4,6 +4,7 @@ scores, write a run folder; `agent-env task list`: the local catalog of tasks.""
 from __future__ import annotations
 
 import asyncio
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -84,12 +85,18 @@ def _timeline(agent_label: str, task: Task, ctx: TaskContext, result: TaskResult
         f"{len(calls)} turns   {denied} denied{span}",
         highlight=False,
     )
-    for i, row in enumerate(calls, 1):
-        when = (
-            datetime.fromisoformat(row["virtual_time"]).strftime("%H:%M:%S")
-            if row["virtual_time"]
-            else "--:--:--"
-        )
+    i = 0
+    for row in trajectory_rows(ctx):
+        if row["kind"] not in ("call", "message"):
+            continue
+        when = _clock(row["virtual_time"])
+        if row["kind"] == "message":  # a conversation: who said what, between the calls
+            text = row["detail"] or ""
+            text = text if len(text) <= 70 else text[:67] + "..."
+            who = row["principal"] or row["role"] or ""
+            console.print(f"    {when} [dim]{escape(who)}: {escape(text)}[/]", highlight=False)
+            continue
+        i += 1
         mark = " [red]denied[/]" if row["denied"] else (" [yellow]error[/]" if row["error"] else "")
         console.print(
             f"{i:>3} {when} {escape(row['tool'] or '')} {escape(_first_arg(row['args']))}{mark}",
@@ -111,6 +118,10 @@ def _timeline(agent_label: str, task: Task, ctx: TaskContext, result: TaskResult
     if result.error and not any(s.error == result.error for s in result.steps):
         console.print(f"[red]error:[/] {escape(result.error)}", highlight=False)
     console.print()
+
+
+def _clock(value: str | None) -> str:
+    return datetime.fromisoformat(value).strftime("%H:%M:%S") if value else "--:--:--"
 
 
 def _step_type(result: TaskResult, step_id: str) -> str:
@@ -135,11 +146,20 @@ def run(
     seed: Annotated[
         list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
     ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint for openai:MODEL agents (e.g. http://localhost:8000/v1).",
+        ),
+    ] = None,
 ) -> None:
     """Run tasks with an agent: a timeline per task, scores, and a run folder.
 
     Exits 1 when a task errors (a step failed) or the mean score is below --fail-under.
     """
+    if base_url:  # read by openai:MODEL agents (see docs/agents.md)
+        os.environ["AGENTENV_OPENAI_BASE_URL"] = base_url
     tasks = _tasks_of(target)
     values = _parse_seed(seed or [])
     try:

@@ -530,6 +530,30 @@ class Gateway:
         inst = self.instance(instance)
         return [DataPart(kind="data", data=inst.state.to_dict()), *inst.parts]
 
+    def record_message(
+        self,
+        principal: Principal,
+        text: str,
+        *,
+        instance: str = DEFAULT_INSTANCE,
+        session: str | None = None,
+    ) -> None:
+        """Put a conversation message (agent or simulated user) in the trajectory, so both
+        sides of a dialogue are recorded beside the tool calls they led to."""
+        inst = self.instance(instance)
+        inst.trajectory.append(
+            kind="message",
+            wall_time=datetime.now(UTC),
+            virtual_time=inst.clock.now(),
+            role=principal.role,
+            principal=principal.name,
+            session=session,
+            event="message",
+            detail=text,
+            state_hash=inst.state.hash(),
+            changelog_id=inst.state.changes,
+        )
+
     # -- helpers ----------------------------------------------------------------------------
 
     def _note(

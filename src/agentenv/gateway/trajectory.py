@@ -21,7 +21,7 @@ class TrajectoryRecord:
     """
 
     seq: int
-    kind: Literal["call", "trigger", "control"]
+    kind: Literal["call", "trigger", "control", "message"]
     wall_time: datetime
     state_hash: str
     changelog_id: int

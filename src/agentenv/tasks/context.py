@@ -50,6 +50,7 @@ class DeployedAgent:
     env_ids: list[str]
     agent: Agent | None
     system_prompt: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,6 +66,9 @@ class PromptRecord:
     response: str | None = None
     end_seq: dict[str, int] = field(default_factory=dict)
     final: dict[str, Snapshot] = field(default_factory=dict)
+    messages: list[dict[str, str]] = field(
+        default_factory=list, metadata={"doc": "A conversation's messages, both sides."}
+    )
     ended: datetime | None = None
     error: str | None = None
 
@@ -91,6 +95,12 @@ class TaskContext:
     outputs: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, Score] = field(default_factory=dict)
     artifacts: dict[str, Any] = field(default_factory=dict)
+    peers: dict[str, str] = field(
+        default_factory=dict, metadata={"doc": "A2A URLs of agents, by name (peer_agents)."}
+    )
+    usage: dict[str, list[dict[str, Any]]] = field(
+        default_factory=dict, metadata={"doc": "Token usage per prompt_id, per agent turn."}
+    )
 
     def env(self, env_id: str | None = None) -> DeployedEnv:
         """A deployed environment; with no id, the only one."""

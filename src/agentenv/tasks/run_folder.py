@@ -41,6 +41,8 @@ def write_run_folder(folder: Path, ctx: TaskContext, result: TaskResult) -> Path
     values = {**ctx.task.seed, **ctx.seed}
     task["steps"] = [fill_placeholders(step, values) for step in task["steps"]]
     (folder / "task.json").write_text(json.dumps(task, indent=2), encoding="utf-8")
+    if ctx.usage:
+        (folder / "usage.json").write_text(json.dumps(ctx.usage, indent=2), encoding="utf-8")
     final = {env_id: d.state.to_dict() for env_id, d in ctx.envs.items()}
     (folder / "final_state.json").write_text(json.dumps(final, indent=2), encoding="utf-8")
     return folder

@@ -7,8 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentenv.agents.base import Agent
+from agentenv.agents.registry import make_agent
 from agentenv.env.environment import Environment
 from agentenv.gateway import Gateway, GatewayError
+from agentenv.registry import RegistryError
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.context import DeployedAgent, DeployedAgentRequest, DeployedEnv, TaskContext
 from agentenv.tasks.step import STEPS, Step, StepError
@@ -79,6 +82,14 @@ class DeployAgentParams(_Params):
     env_vars: dict[str, str] = Field(default_factory=dict)
     skills: list[str] = Field(default_factory=list)
     ttl_seconds: float | None = None
+    agent: str | None = Field(
+        default=None,
+        description="Ours: pin the agent that plays this part (e.g. `simulated-user` for "
+        "the user of a conversation); unset, the run's agent plays it.",
+    )
+    agent_config: dict[str, Any] = Field(
+        default_factory=dict, description="Ours: options the pinned agent reads from its turns."
+    )
 
 
 @STEPS.add_builtin
@@ -109,17 +120,24 @@ class DeployAgent(Step):
         request = DeployedAgentRequest(
             agent_name=p.agent_name, role=role, env_ids=env_ids, system_prompt=p.system_prompt
         )
-        if ctx.agent_factory is None and ctx.driver is None:
-            raise StepError(f"no agent was given to play {p.agent_name!r} (use --agent)")
-        agent = ctx.agent_factory(request) if ctx.agent_factory is not None else None
-        if agent is None and ctx.driver is None:
-            raise StepError(f"no agent was given to play {p.agent_name!r}")
+        if p.agent is not None:  # pinned by the task: part of the task, not the policy
+            try:
+                agent: Agent | None = make_agent(p.agent)
+            except RegistryError as exc:
+                raise StepError(str(exc)) from None
+        else:
+            if ctx.agent_factory is None and ctx.driver is None:
+                raise StepError(f"no agent was given to play {p.agent_name!r} (use --agent)")
+            agent = ctx.agent_factory(request) if ctx.agent_factory is not None else None
+            if agent is None and ctx.driver is None:
+                raise StepError(f"no agent was given to play {p.agent_name!r}")
         ctx.agents[p.agent_name] = DeployedAgent(
             name=p.agent_name,
             role=role,
             env_ids=env_ids,
             agent=agent,
             system_prompt=p.system_prompt,
+            config=dict(p.agent_config),
         )
         return {
             "agent_name": p.agent_name,

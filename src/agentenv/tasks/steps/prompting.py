@@ -10,8 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentenv.agents.base import AgentError, AgentTurn
 from agentenv.env.tool import Principal
 from agentenv.spec.wire import Part, TextPart
-from agentenv.tasks.context import PromptRecord, TaskContext
+from agentenv.tasks.context import DeployedAgent, PromptRecord, TaskContext
 from agentenv.tasks.step import STEPS, Step, StepError
+
+STOP_MARKER = "###STOP###"
+DEFAULT_CONVERSATION_TURNS = 10
 
 
 class PromptAgentParams(BaseModel):
@@ -59,13 +62,15 @@ class PromptAgent(Step):
 
     async def run(self, ctx: TaskContext) -> Any:
         p: PromptAgentParams = self.params  # type: ignore[assignment]
-        if p.user_agent_name is not None:
-            raise StepError("simulated users (user_agent_name) are not built yet")
         deployed = ctx.agent(p.agent_name)
+        user = ctx.agent(p.user_agent_name) if p.user_agent_name is not None else None
+        if user is not None and user.name == deployed.name:
+            raise StepError("user_agent_name names the prompted agent itself")
         prompt_id = p.prompt_id or self.id
         if prompt_id in ctx.prompts:
             raise StepError(f"prompt_id {prompt_id!r} was already used")
-        envs = {e: ctx.env(e) for e in deployed.env_ids}
+        env_ids = list(dict.fromkeys(deployed.env_ids + (user.env_ids if user else [])))
+        envs = {e: ctx.env(e) for e in env_ids}
         record = PromptRecord(
             prompt_id=prompt_id,
             agent_name=deployed.name,
@@ -75,27 +80,14 @@ class PromptAgent(Step):
             initial={e: d.snapshot() for e, d in envs.items()},
         )
         ctx.prompts[prompt_id] = record
-        turn = AgentTurn(
-            prompt_id=prompt_id,
-            prompt=record.prompt,
-            tools=ctx.tool_client(
-                Principal(role=deployed.role, name=deployed.name), deployed.env_ids, prompt_id
-            ),
-            agent_name=deployed.name,
-            role=deployed.role,
-            system_prompt=p.system_prompt or deployed.system_prompt,
-            solution=ctx.task.solution.get(prompt_id),
-            max_turns=p.max_turns,
-            model=p.model,
-            model_params=p.model_params,
-        )
         try:
-            if deployed.agent is not None:
-                response = await deployed.agent.run_turn(turn)
-            elif ctx.driver is not None:
-                response = await ctx.driver(turn)
+            if user is None:
+                response = await self._turn(ctx, p, deployed, prompt_id, record.prompt, 0, [])
+                turns, stopped = 1, False
             else:
-                raise StepError(f"nobody plays agent {deployed.name!r}")
+                response, turns, stopped = await self._conversation(
+                    ctx, p, deployed, user, prompt_id, record
+                )
             record.response = response
         except AgentError as exc:
             record.error = str(exc)
@@ -110,4 +102,95 @@ class PromptAgent(Step):
             }
             record.final = {e: d.snapshot() for e, d in envs.items()}
         calls = sum(record.end_seq[e] - record.start_seq[e] for e in envs)
-        return {"prompt_id": prompt_id, "response": response, "records": calls}
+        out: dict[str, Any] = {"prompt_id": prompt_id, "response": response, "records": calls}
+        if user is not None:
+            out.update(turns=turns, stopped_by_user=stopped, messages=record.messages)
+        return out
+
+    async def _turn(
+        self,
+        ctx: TaskContext,
+        p: PromptAgentParams,
+        who: DeployedAgent,
+        prompt_id: str,
+        prompt: str,
+        index: int,
+        history: list[dict[str, str]],
+        *,
+        as_user: bool = False,
+    ) -> str:
+        turn = AgentTurn(
+            prompt_id=prompt_id,
+            prompt=prompt,
+            tools=ctx.tool_client(Principal(role=who.role, name=who.name), who.env_ids, prompt_id),
+            agent_name=who.name,
+            role=who.role,
+            # The step's system prompt is for the prompted agent; a user keeps its own.
+            system_prompt=who.system_prompt if as_user else (p.system_prompt or who.system_prompt),
+            solution=None if as_user else ctx.task.solution.get(prompt_id),
+            max_turns=p.max_turns,
+            model=None if as_user else p.model,
+            model_params={} if as_user else dict(p.model_params),
+            conversation_turn=index,
+            history=list(history),
+            peers=dict(ctx.peers),
+            config=dict(who.config),
+        )
+        if who.agent is not None:
+            response = await who.agent.run_turn(turn)
+            turns = getattr(who.agent, "turns", None)  # agents that count tokens keep them here
+            if turns and hasattr(turns[-1], "to_json"):
+                ctx.usage.setdefault(prompt_id, []).append(
+                    {"agent": who.name, **turns[-1].to_json()}
+                )
+            return response
+        if ctx.driver is not None:
+            return await ctx.driver(turn)
+        raise StepError(f"nobody plays agent {who.name!r}")
+
+    async def _conversation(
+        self,
+        ctx: TaskContext,
+        p: PromptAgentParams,
+        agent: DeployedAgent,
+        user: DeployedAgent,
+        prompt_id: str,
+        record: PromptRecord,
+    ) -> tuple[str, int, bool]:
+        """The prompt opens; agent and user then take turns until the user's message holds
+        its stop marker or `max_conversation_turns` agent turns have been taken."""
+        limit = p.max_conversation_turns or DEFAULT_CONVERSATION_TURNS
+        marker = str(user.config.get("stop_marker", STOP_MARKER))
+        message, response = record.prompt, ""
+        for index in range(limit):
+            self._say(ctx, user, prompt_id, message, record)
+            response = await self._turn(ctx, p, agent, prompt_id, message, index, record.messages)
+            self._say(ctx, agent, prompt_id, response, record, speaker="assistant")
+            if index + 1 == limit:
+                return response, index + 1, False
+            message = await self._turn(
+                ctx, p, user, prompt_id, response, index, record.messages, as_user=True
+            )
+            if marker in message:
+                text = message.replace(marker, "").strip()
+                if text:
+                    self._say(ctx, user, prompt_id, text, record)
+                return response, index + 1, True
+        return response, limit, False
+
+    @staticmethod
+    def _say(
+        ctx: TaskContext,
+        who: DeployedAgent,
+        prompt_id: str,
+        text: str,
+        record: PromptRecord,
+        speaker: str = "user",
+    ) -> None:
+        record.messages.append({"role": speaker, "text": text, "agent": who.name})
+        principal = Principal(role=who.role, name=who.name)
+        for env_id in who.env_ids:
+            deployed = ctx.env(env_id)
+            deployed.gateway.record_message(
+                principal, text, instance=deployed.instance, session=prompt_id
+            )
