@@ -3,18 +3,17 @@
 from agentenv.gateway.access import AccessControl
 from agentenv.gateway.auth import ADMIN_ROLE, Authenticator, AuthError, is_loopback, parse_tokens
 from agentenv.gateway.client import Binding, ToolClient
-from agentenv.gateway.clock import ClockState, VirtualClock
-from agentenv.gateway.gateway import (
+from agentenv.gateway.clock import GET_TIME, ClockState, VirtualClock
+from agentenv.gateway.control import ControlPlane, GatewayStatus
+from agentenv.gateway.errors import (
     DEFAULT_INSTANCE,
-    GET_TIME,
     ClockError,
     DataError,
     Forbidden,
-    Gateway,
     GatewayError,
-    GatewayStatus,
     UnknownInstance,
 )
+from agentenv.gateway.gateway import Gateway
 from agentenv.gateway.instance import Instance
 from agentenv.gateway.results import CallResult
 from agentenv.gateway.trajectory import Trajectory, TrajectoryRecord
@@ -31,6 +30,7 @@ __all__ = [
     "CallResult",
     "ClockError",
     "ClockState",
+    "ControlPlane",
     "DataError",
     "Forbidden",
     "Gateway",

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentenv.env.tool import Tool, ToolContext
 from agentenv.spec.environment import ClockSpec
 
 MAX_RATE = 86400.0
@@ -122,3 +123,12 @@ class VirtualClock:
             virtual_seconds_per_real_second=self.rate,
             start=self.start,
         )
+
+
+def _get_time(ctx: ToolContext) -> dict[str, str]:
+    """The current virtual time (RFC 3339)."""
+    return {"virtual_time": ctx.now.isoformat()}
+
+
+GET_TIME = Tool.from_function(_get_time, name="get_time", kind="read", duration=timedelta(0))
+"""The tool an armed clock adds for agents."""

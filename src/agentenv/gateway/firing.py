@@ -45,7 +45,7 @@ class Firer:
 
     def register(self, inst: Instance, registration: TriggerRegistration) -> list[str]:
         """Check the registration against the environment, then add it (all or nothing)."""
-        from agentenv.gateway.gateway import GatewayError
+        from agentenv.gateway.errors import GatewayError
 
         def known(tool: str, where: str, trigger_id: str) -> None:
             if self.gateway._tool(inst, tool) is None:
@@ -70,7 +70,7 @@ class Firer:
 
     def remove(self, inst: Instance, ids: list[str] | None) -> None:
         """Remove some triggers or all."""
-        from agentenv.gateway.gateway import GatewayError
+        from agentenv.gateway.errors import GatewayError
 
         try:
             if ids is None:

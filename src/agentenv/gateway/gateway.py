@@ -14,81 +14,30 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from time import perf_counter
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
-from agentenv.gateway.clock import ClockMode, ClockState
+from agentenv.gateway.clock import GET_TIME
+from agentenv.gateway.control import ControlPlane
+from agentenv.gateway.errors import (
+    DEFAULT_INSTANCE,
+    GatewayError,
+    UnknownInstance,
+)
 from agentenv.gateway.firing import Firer
 from agentenv.gateway.instance import Instance
 from agentenv.gateway.results import CallResult
-from agentenv.gateway.triggers import TriggersState
-from agentenv.spec.triggers import CheckStep, TriggerRegistration
-from agentenv.spec.wire import CallError, DataPart, Part, ToolInfo
-from agentenv.state import SEPARATOR, Snapshot, State, StateError
+from agentenv.spec.triggers import CheckStep
+from agentenv.spec.wire import CallError, ToolInfo
+from agentenv.state import Snapshot, State, StateError
 from agentenv.state._canonical import copy_json
 from agentenv.state.diff import diff
-
-DEFAULT_INSTANCE = "default"
-
-
-class GatewayError(Exception):
-    """A control-plane request that cannot be done; nothing was changed."""
-
-    status = 400
-
-
-class UnknownInstance(GatewayError, KeyError):
-    """No instance with that id."""
-
-    status = 404
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class Forbidden(GatewayError):
-    """The principal may not use the control plane."""
-
-    status = 403
-
-
-class ClockError(GatewayError):
-    """A clock request that cannot be done (e.g. reading an unarmed clock)."""
-
-
-class DataError(GatewayError):
-    """A data-plane request that cannot be applied."""
-
-
-class GatewayStatus(BaseModel):
-    """What `GET /state` answers: servers, tools, changelog id, role rules."""
-
-    name: str
-    version: str
-    instance: str
-    servers: list[dict[str, Any]]
-    tools: list[str]
-    changelog_id: int
-    state_hash: str
-    role_rules: dict[str, dict[str, bool]]
-    roles: list[str]
-    clock_armed: bool
-    instances: int
-
-
-def _get_time(ctx: ToolContext) -> dict[str, str]:
-    """The current virtual time (RFC 3339)."""
-    return {"virtual_time": ctx.now.isoformat()}
-
-
-GET_TIME = Tool.from_function(_get_time, name="get_time", kind="read", duration=timedelta(0))
 
 
 class _InvalidResult(Exception):
@@ -106,7 +55,7 @@ class _Problem:
     message: str
 
 
-class Gateway:
+class Gateway(ControlPlane):
     """Serves one environment to many callers and many instances, through `call`."""
 
     def __init__(self, env: Environment) -> None:
@@ -344,233 +293,6 @@ class Gateway:
         except _Probe as probe:
             return probe.value
 
-    # -- control plane ----------------------------------------------------------------------
-
-    @staticmethod
-    def _control(principal: Principal) -> None:
-        if not principal.admin:
-            raise Forbidden(f"{principal} may not use the control plane")
-
-    def clock_time(self, instance: str = DEFAULT_INSTANCE) -> datetime:
-        """The virtual time of an instance; ClockError if its clock is not armed."""
-        now = self.instance(instance).clock.now()
-        if now is None:
-            raise ClockError("the clock is not armed")
-        return now
-
-    def clock_state(self, instance: str = DEFAULT_INSTANCE) -> ClockState:
-        """Armed or not, mode, rate and time of an instance's clock."""
-        return self.instance(instance).clock.state()
-
-    async def set_clock(
-        self,
-        principal: Principal,
-        virtual_time: datetime,
-        rate: float | None = None,
-        mode: ClockMode | None = None,
-        *,
-        instance: str = DEFAULT_INSTANCE,
-    ) -> ClockState:
-        """Arm (or re-set) the clock; arming adds the `get_time` tool."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            try:
-                inst.clock.set(virtual_time, rate, mode)
-            except ValueError as exc:
-                raise ClockError(str(exc)) from None
-            self._note(
-                inst, principal, "clock_set", f"{virtual_time.isoformat()} x{inst.clock.rate:g}"
-            )
-            await self._firer.fire_due(inst)
-            return inst.clock.state()
-
-    async def advance_clock(
-        self, principal: Principal, delta: timedelta, *, instance: str = DEFAULT_INSTANCE
-    ) -> ClockState:
-        """Move virtual time forward and fire what comes due (ours, for tests and tasks)."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            if not inst.clock.armed:
-                raise ClockError("the clock is not armed")
-            inst.clock.advance(delta)
-            self._note(inst, principal, "clock_advance", str(delta))
-            await self._firer.fire_due(inst)
-            return inst.clock.state()
-
-    async def clear_clock(
-        self, principal: Principal, *, instance: str = DEFAULT_INSTANCE
-    ) -> ClockState:
-        """Disarm the clock (the `get_time` tool goes away)."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            inst.clock.clear()
-            self._note(inst, principal, "clock_clear")
-            return inst.clock.state()
-
-    async def register_triggers(
-        self,
-        principal: Principal,
-        registration: TriggerRegistration,
-        *,
-        instance: str = DEFAULT_INSTANCE,
-    ) -> list[str]:
-        """Add triggers (additive by id); a bad trigger fails the whole registration."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            ids = self._firer.register(inst, registration)
-            self._note(inst, principal, "triggers_register", ", ".join(ids))
-            await self._firer.fire_due(inst)
-            return ids
-
-    async def remove_triggers(
-        self, principal: Principal, ids: list[str] | None, *, instance: str = DEFAULT_INSTANCE
-    ) -> None:
-        """Remove triggers by id, or all of them when `ids` is None."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            self._firer.remove(inst, ids)
-            self._note(inst, principal, "triggers_remove", ", ".join(ids) if ids else "*")
-
-    def triggers_state(self, instance: str = DEFAULT_INSTANCE) -> TriggersState:
-        """Every trigger's status and the firing log."""
-        return self.instance(instance).triggers.state()
-
-    async def set_tool_access(
-        self,
-        principal: Principal,
-        action: Literal["disable", "enable"],
-        role: str,
-        tools: list[str] | Literal["*"],
-        *,
-        instance: str = DEFAULT_INSTANCE,
-    ) -> dict[str, dict[str, bool]]:
-        """Disable or enable tools for a role at run time; unknown tool names are an error."""
-        self._control(principal)
-        inst = self.instance(instance)
-        if role != "*" and role not in self._roles:
-            raise GatewayError(f"unknown role {role!r} (roles: {', '.join(self.env.roles)})")
-        if tools != "*":
-            unknown = [t for t in tools if self._tool(inst, t) is None and t != GET_TIME.name]
-            if unknown:
-                raise GatewayError(f"unknown tool {', '.join(map(repr, unknown))}")
-        async with inst.lock:
-            inst.access.apply(role, action, tools)
-            self._note(inst, principal, f"tools_{action}", f"{role}: {tools}")
-            return inst.access.rules()
-
-    def status(self, instance: str = DEFAULT_INSTANCE) -> GatewayStatus:
-        """Servers, tools, changelog id and role rules of an instance."""
-        inst = self.instance(instance)
-        tools = sorted(self.env.tools) + ([GET_TIME.name] if inst.clock.armed else [])
-        return GatewayStatus(
-            name=self.env.name,
-            version=self.env.version,
-            instance=inst.id,
-            servers=_servers(self.env),
-            tools=tools,
-            changelog_id=inst.state.changes,
-            state_hash=inst.state.hash(),
-            role_rules=inst.access.rules(),
-            roles=list(self.env.roles),
-            clock_armed=inst.clock.armed,
-            instances=len(self._instances),
-        )
-
-    # -- data plane -------------------------------------------------------------------------
-
-    async def data_reset(self, principal: Principal, *, instance: str = DEFAULT_INSTANCE) -> None:
-        """`data/reset`: empty every collection and drop stored text and file parts."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            inst.state.clear()
-            inst.parts.clear()
-            self._note(inst, principal, "data_reset")
-
-    async def data_add(
-        self, principal: Principal, parts: Iterable[Part], *, instance: str = DEFAULT_INSTANCE
-    ) -> int:
-        """`data/add`: data parts upsert records (`{collection: [records]}`); text and file
-        parts are kept as they are. All or nothing. Returns the number of records written."""
-        self._control(principal)
-        inst = self.instance(instance)
-        parts = list(parts)
-        written = 0
-        async with inst.lock:
-            try:
-                with inst.state.transaction():
-                    for i, part in enumerate(parts):
-                        if not isinstance(part, DataPart):
-                            continue
-                        for coll, rows in part.data.items():
-                            where = f"parts[{i}].data.{coll}"
-                            if coll not in inst.state.collections:
-                                raise DataError(f"{where}: unknown collection {coll!r}")
-                            if not isinstance(rows, list):
-                                rows = [rows]
-                            for j, row in enumerate(rows):
-                                try:
-                                    inst.state.put(coll, row)
-                                except StateError as exc:
-                                    raise DataError(f"{where}[{j}]: {exc}") from None
-                                written += 1
-            except DataError:
-                raise
-            inst.parts.extend(p for p in parts if not isinstance(p, DataPart))
-            self._note(inst, principal, "data_add", f"{written} records, {len(parts)} parts")
-            return written
-
-    def data_get(self, instance: str = DEFAULT_INSTANCE) -> list[Part]:
-        """`data/get`: one data part with every collection's records, then stored parts."""
-        inst = self.instance(instance)
-        return [DataPart(kind="data", data=inst.state.to_dict()), *inst.parts]
-
-    def record_message(
-        self,
-        principal: Principal,
-        text: str,
-        *,
-        instance: str = DEFAULT_INSTANCE,
-        session: str | None = None,
-    ) -> None:
-        """Put a conversation message (agent or simulated user) in the trajectory, so both
-        sides of a dialogue are recorded beside the tool calls they led to."""
-        inst = self.instance(instance)
-        inst.trajectory.append(
-            kind="message",
-            wall_time=datetime.now(UTC),
-            virtual_time=inst.clock.now(),
-            role=principal.role,
-            principal=principal.name,
-            session=session,
-            event="message",
-            detail=text,
-            state_hash=inst.state.hash(),
-            changelog_id=inst.state.changes,
-        )
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    def _note(
-        self, inst: Instance, principal: Principal, event: str, detail: str | None = None
-    ) -> None:
-        inst.trajectory.append(
-            kind="control",
-            wall_time=datetime.now(UTC),
-            virtual_time=inst.clock.now(),
-            role=principal.role,
-            principal=principal.name,
-            event=event,
-            detail=detail,
-            state_hash=inst.state.hash(),
-            changelog_id=inst.state.changes,
-        )
-
     async def tick(self) -> None:
         """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
         for inst in list(self._instances.values()):
@@ -608,17 +330,3 @@ def _merge(state: State, fork: State) -> None:
             state.put(coll, record)
         for record_change in change.changed.values():
             state.put(coll, record_change.after)
-
-
-def _servers(env: Environment) -> list[dict[str, Any]]:
-    """The environment and its composed children, each with the tools it serves."""
-    out = []
-    nested = {f"{alias}{SEPARATOR}" for alias, _ in env.children}
-    own = [t for t in env.tools if not any(t.startswith(p) for p in nested)]
-    out.append({"name": env.name, "namespace": "", "tools": sorted(own)})
-    for alias, child in env.children:
-        for server in _servers(child):
-            namespace = f"{alias}{SEPARATOR}{server['namespace']}"
-            tools = [f"{alias}{SEPARATOR}{t}" for t in server["tools"]]
-            out.append({"name": server["name"], "namespace": namespace, "tools": tools})
-    return out

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentenv.env.tool import Principal
 from agentenv.gateway.auth import Authenticator
-from agentenv.gateway.gateway import DEFAULT_INSTANCE
+from agentenv.gateway.errors import DEFAULT_INSTANCE
 from agentenv.spec.errors import format_location
 
 ROLE_HEADER = "agentenv-role"

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from agentenv.env.environment import Environment
 from agentenv.env.tool import Principal
 from agentenv.gateway import Gateway
-from agentenv.gateway.gateway import DEFAULT_INSTANCE
+from agentenv.gateway.errors import DEFAULT_INSTANCE
 from agentenv.spec.card import (
     Capabilities,
     EnvironmentCard,

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from agentenv.env.tool import Principal
 from agentenv.gateway import Gateway
-from agentenv.gateway.gateway import Forbidden, GatewayError
+from agentenv.gateway.errors import Forbidden, GatewayError
 from agentenv.serve._http import validation_message
 from agentenv.spec.wire import DataAddParams, JsonRpcRequest
 

@@ -31,7 +31,7 @@ from agentenv import __version__
 from agentenv.env.tool import Principal
 from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator, AuthError
-from agentenv.gateway.gateway import DEFAULT_INSTANCE, UnknownInstance
+from agentenv.gateway.errors import DEFAULT_INSTANCE, UnknownInstance
 from agentenv.serve._http import ROLE_HEADER, SESSION_HEADER, error_response
 
 META_ROLE = "agentenv.io/role"

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from agentenv import __version__
 from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator, AuthError
-from agentenv.gateway.gateway import ClockError, GatewayError
+from agentenv.gateway.errors import ClockError, GatewayError
 from agentenv.serve import jsonrpc
 from agentenv.serve._http import (
     DEFAULT_MAX_BODY,

@@ -12,7 +12,7 @@ from agentenv.env.environment import Environment
 from agentenv.env.tool import SYSTEM, Principal
 from agentenv.gateway import Gateway
 from agentenv.gateway.client import Binding, ToolClient
-from agentenv.gateway.gateway import DEFAULT_INSTANCE
+from agentenv.gateway.errors import DEFAULT_INSTANCE
 from agentenv.spec.task import TaskSpec
 from agentenv.state import Snapshot
 from agentenv.tasks.step import Score, StepError
