@@ -6,6 +6,7 @@ import typer
 
 from agentenv import __version__
 from agentenv.cli import env_commands
+from agentenv.cli.check_command import check
 from agentenv.cli.cli_command import cli
 from agentenv.cli.run_command import run, task_app
 from agentenv.cli.serve_command import serve
@@ -40,6 +41,7 @@ app.command()(env_commands.tools)
 app.command()(env_commands.call)
 app.command()(serve)
 app.command()(cli)
+app.command()(check)
 app.command()(run)
 app.add_typer(task_app, name="task")
 

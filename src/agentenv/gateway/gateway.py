@@ -30,7 +30,7 @@ from agentenv.gateway.errors import (
     GatewayError,
     UnknownInstance,
 )
-from agentenv.gateway.firing import Firer
+from agentenv.gateway.firing import Firer, NlSender, no_nl_sender
 from agentenv.gateway.instance import Instance
 from agentenv.gateway.results import CallResult
 from agentenv.spec.triggers import CheckStep
@@ -58,8 +58,11 @@ class _Problem:
 class Gateway(ControlPlane):
     """Serves one environment to many callers and many instances, through `call`."""
 
-    def __init__(self, env: Environment) -> None:
+    def __init__(self, env: Environment, *, nl_sender: NlSender | None = None) -> None:
+        """`nl_sender` carries out the `nl` actions of triggers (default: they fail,
+        saying so); the layers above install the A2A one (`agents.a2a.nl`)."""
         self.env = env
+        self.nl_sender: NlSender = nl_sender or no_nl_sender
         self._roles = frozenset(env.roles)
         self._instances: dict[str, Instance] = {}
         self._firer = Firer(self)
@@ -213,7 +216,7 @@ class Gateway(ControlPlane):
                 problem = _Problem("invalid_result", str(exc))
             except TimeoutError:
                 problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
-            except Exception as exc:  # a tool's own bug: the caller gets it as a tool error
+            except (Exception, SystemExit) as exc:  # a tool's own bug: a tool error for the caller
                 problem = _Problem("tool_error", f"{type(exc).__name__}: {exc}")
         if ran and kind == "call" and tool is not None:
             if inst.clock.mode == "stepped":
