@@ -8,6 +8,7 @@ from agentenv import __version__
 from agentenv.cli import env_commands
 from agentenv.cli.check_command import check
 from agentenv.cli.cli_command import cli
+from agentenv.cli.rollout_command import export, report, rollout
 from agentenv.cli.run_command import run, task_app
 from agentenv.cli.serve_command import serve
 
@@ -42,6 +43,9 @@ app.command()(env_commands.call)
 app.command()(serve)
 app.command()(cli)
 app.command()(check)
+app.command()(rollout)
+app.command()(export)
+app.command()(report)
 app.command()(run)
 app.add_typer(task_app, name="task")
 

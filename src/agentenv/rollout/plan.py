@@ -138,7 +138,7 @@ def _resolve_one(target: str | Path | Task) -> list[Task]:
     text = str(target)
     try:
         if path.is_file():
-            return [Task.load(path)]
+            return [Task.load(path.resolve())]
         if path.is_dir():
             if not Bundle.is_bundle(path):
                 raise PlanError(f"{path} is not a bundle (no tasks/ or envs/ folder)")
@@ -192,12 +192,13 @@ class RolloutPlan:
         """
         if repeats < 1:
             raise PlanError(f"repeats must be at least 1 (got {repeats})")
-        seed_list = [dict(s) for s in seeds] if seeds is not None else [{}]
+        seed_list = list(seeds) if seeds is not None else [{}]
         if not seed_list:
             raise PlanError("the plan has no seeds (give at least one, or none for {})")
         for i, seed in enumerate(seed_list):
-            if not isinstance(seed, dict) or not all(isinstance(k, str) for k in seed):
+            if not isinstance(seed, Mapping) or not all(isinstance(k, str) for k in seed):
                 raise PlanError(f"seeds[{i}] must be an object of placeholder values")
+        seed_list = [dict(s) for s in seed_list]
         resolved = resolve_targets(tasks)
         plan_agents: dict[str, PlanAgent] = {}
         for agent in agents:

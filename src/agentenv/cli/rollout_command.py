@@ -1,0 +1,297 @@
+"""`agent-env rollout`: many episodes into a resumable run folder; `agent-env export`:
+a run's episodes as training data; `agent-env report`: pass rates, pass@k and pass^k."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from agentenv.cli._common import console, err_console, fail
+from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
+from agentenv.rollout.exporters.registry import get_exporter
+from agentenv.rollout.local import DEFAULT_CONCURRENCY, LocalRunner, RichProgress, RolloutSummary
+from agentenv.rollout.metrics import compute_metrics
+from agentenv.rollout.plan import PlanError, RolloutPlan
+from agentenv.rollout.ray_runner import DEFAULT_BATCH_SIZE, RayRunner, RayUnavailable
+from agentenv.rollout.store import RolloutStore, StoreError
+from agentenv.spec.errors import DocumentError
+from agentenv.spec.loader import read_document
+
+INTERRUPTED_EXIT = 130
+
+
+@contextlib.contextmanager
+def _warnings_to_console() -> Iterator[None]:
+    """Show Python warnings (e.g. a partial record dropped on resume) as one clean line."""
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False)
+
+    with warnings.catch_warnings():  # restores showwarning and the filters after
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        yield
+
+
+def _value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _pairs(items: list[str], option: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            fail(f"{option} expects KEY=VALUE, got {item!r}")
+        out[key] = _value(raw)
+    return out
+
+
+def _seed_sets(seed: list[str], seeds_file: Path | None) -> list[dict[str, Any]]:
+    base = _pairs(seed, "--seed")
+    if seeds_file is None:
+        return [base]
+    try:
+        data = read_document(seeds_file)
+    except DocumentError as exc:
+        fail(str(exc))
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not data or not all(isinstance(s, dict) for s in data):
+        fail(f"{seeds_file}: expected a list of objects (one set of seed values each)")
+    return [{**base, **s} for s in data]
+
+
+def rollout(
+    targets: Annotated[
+        list[str],
+        typer.Argument(help="Bundle folders, task files, or catalog names (bundle, bundle/task)."),
+    ],
+    agent: Annotated[
+        list[str] | None,
+        typer.Option("--agent", "-a", help="An agent spec (e.g. oracle); repeat for several."),
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", "-n", min=1, help="Episodes per task, agent and seed.")
+    ] = 1,
+    seed: Annotated[
+        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
+    ] = None,
+    seeds_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--seeds", help="A JSON/YAML list (or JSONL) of seed sets: one plan row each."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int,
+        typer.Option("--concurrency", "-c", min=1, help="Episodes at once (per Ray worker)."),
+    ] = DEFAULT_CONCURRENCY,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
+    ] = 600.0,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Run folder (default runs/<time>).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Finish a run folder: run only what is not done.")
+    ] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="With --resume, run errors and timeouts again.")
+    ] = False,
+    backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster address (e.g. auto).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Ray workers (default: cluster CPUs).")
+    ] = None,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Episodes per Ray batch.")
+    ] = DEFAULT_BATCH_SIZE,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
+    ] = True,
+    fsync: Annotated[
+        bool, typer.Option("--fsync", help="fsync every record (survives power loss; slower).")
+    ] = False,
+) -> None:
+    """Run tasks x agents x seeds x repeats into a run folder; Ctrl-C keeps what finished.
+
+    Every episode has a stable id, so `--resume` with the same arguments runs only the
+    episodes the folder does not hold yet. Exits 130 when interrupted.
+    """
+    if backend not in ("local", "ray"):
+        fail(f"--backend must be local or ray, got {backend!r}")
+    if address is not None and backend != "ray":
+        fail("--address is for --backend ray")
+    seeds = _seed_sets(seed or [], seeds_file)
+    with _warnings_to_console():
+        try:
+            plan = RolloutPlan.build(targets, agent or ["oracle"], repeats=repeats, seeds=seeds)
+        except PlanError as exc:
+            fail(str(exc))
+        folder = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        store = RolloutStore(folder, fsync=fsync)
+        if store.exists() and not resume:
+            held = len(store)
+            if held:
+                fail(
+                    f"{folder} already holds {held} episodes: add --resume to finish its plan, "
+                    "or choose another --out"
+                )
+        if retry_errors and not resume:
+            fail("--retry-errors goes with --resume")
+        previous = store.read_plan() if resume else None
+        if previous is not None and previous.get("tasks") != plan.describe()["tasks"]:
+            err_console.print(
+                "[yellow]warning:[/] the tasks differ from the run folder's plan.json; "
+                "episodes already done are kept",
+                highlight=False,
+            )
+        bar = RichProgress(err_console) if progress else None
+        options: dict[str, Any] = {
+            "timeout": timeout or None,
+            "retry_errors": retry_errors,
+            "progress": bar,
+        }
+        try:
+            if backend == "ray":
+                summary = RayRunner(
+                    plan,
+                    store,
+                    address=address,
+                    num_workers=workers,
+                    batch_size=batch_size,
+                    concurrency=concurrency,
+                    **options,
+                ).run()
+            else:
+                summary = LocalRunner(plan, store, concurrency=concurrency, **options).run_sync()
+        except (StoreError, RayUnavailable, ValueError) as exc:
+            fail(str(exc))
+    _print_summary(summary, folder)
+    if summary.interrupted:
+        err_console.print(
+            f"interrupted: {summary.remaining} episodes left; run the same command with "
+            "--resume to finish",
+            highlight=False,
+        )
+        raise typer.Exit(INTERRUPTED_EXIT)
+
+
+def _print_summary(summary: RolloutSummary, folder: Path) -> None:
+    console.print(
+        f"{summary.ran} episodes in {summary.elapsed_s:.1f} s "
+        f"({summary.episodes_per_s:.1f}/s): {summary.passed} passed, {summary.failed} failed, "
+        f"{summary.errors} errors, {summary.timeouts} timeouts"
+        + (f"; {summary.skipped} were already done" if summary.skipped else ""),
+        highlight=False,
+    )
+    console.print(f"run folder: {folder}   (agent-env report {folder})", highlight=False)
+
+
+def export(
+    run: Annotated[Path, typer.Argument(help="A run folder written by agent-env rollout.")],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="sft-chat, rl, parquet, atif, or a plugin.")
+    ] = "sft-chat",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="File (default stdout); for atif, a folder: one file each."
+        ),
+    ] = None,
+    min_score: Annotated[
+        float | None, typer.Option("--min-score", help="Only episodes scoring at least this.")
+    ] = None,
+    passed_only: Annotated[
+        bool, typer.Option("--passed-only", help="Only episodes that passed.")
+    ] = False,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", help="Only these statuses (passed, failed, error, timeout)."),
+    ] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", help="Only these tasks.")] = None,
+    agent: Annotated[list[str] | None, typer.Option("--agent", help="Only these agents.")] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-O", help="KEY=VALUE for the exporter (e.g. metadata=false)."),
+    ] = None,
+) -> None:
+    """Write a run's episodes in a training or interchange format (one episode per agent)."""
+    if format not in EXPORTERS.names():
+        fail(f"unknown format {format!r} (formats: {', '.join(EXPORTERS.names())})")
+    try:
+        exporter = get_exporter(format, **_pairs(option or [], "--option"))
+    except ExportError as exc:
+        fail(str(exc))
+    if exporter.binary and out is None and sys.stdout.isatty():
+        fail(f"{format} is a binary format: give --out FILE{exporter.suffix}")
+    where = ExportFilter(
+        min_score=min_score,
+        passed_only=passed_only,
+        statuses=set(status) if status else None,
+        tasks=set(task) if task else None,
+        agents=set(agent) if agent else None,
+    )
+    with _warnings_to_console():
+        try:
+            if out is not None:
+                if out.suffix:
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                count = export_run(run, exporter, out, where=where)
+            elif exporter.binary:
+                count = export_run(run, exporter, sys.stdout.buffer, where=where)
+            else:
+                count = export_run(run, exporter, sys.stdout, where=where)
+                sys.stdout.flush()
+        except (ExportError, StoreError) as exc:
+            fail(str(exc))
+    err_console.print(
+        f"exported {count} {format} document(s)" + (f" to {out}" if out else ""), highlight=False
+    )
+
+
+def report(
+    run: Annotated[Path, typer.Argument(help="A run folder written by agent-env rollout.")],
+    k: Annotated[
+        list[int] | None,
+        typer.Option("--k", "-k", min=1, help="k for pass@k and pass^k (default 1, 2, 4, ...)."),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
+) -> None:
+    """Pass rate, mean score, pass@k and pass^k per agent and per task (docs/metrics.md)."""
+    store = RolloutStore(run)
+    if not store.exists():
+        fail(f"{run} is not a run folder (no {store.path.name})")
+    with _warnings_to_console():
+        metrics = compute_metrics(store.raw_records(), ks=k)
+        plan = store.read_plan()
+    planned = plan.get("episodes") if plan else None
+    if json_output:
+        data = metrics.to_json()
+        data["planned"] = planned
+        typer.echo(json.dumps(data, indent=2))
+        return
+    for table in metrics.tables():  # never squeezed into a narrow (or piped) console
+        wide = console.options.update(max_width=1000)
+        width = max(console.width, console.measure(table, options=wide).maximum)
+        Console(width=width, file=console.file, force_terminal=console.is_terminal).print(table)
+    line = f"{metrics.episodes} episodes"
+    if isinstance(planned, int) and planned > metrics.episodes:
+        line += f" of {planned} planned ({planned - metrics.episodes} not done: --resume)"
+    console.print(line, highlight=False)
