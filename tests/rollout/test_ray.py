@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from agentenv.cli.rollout_command import report, rollout
 from agentenv.rollout import LocalRunner, RayRunner, RayUnavailable, RolloutPlan, RolloutStore
-from agentenv.rollout.local import WORKER
+from agentenv.rollout.episode import WORKER
 from agentenv.rollout.ray_runner import EpisodeWorker, import_ray
 
 RAY_MISSING = "Ray is not installed (pip install 'agentenv-framework[ray]')"

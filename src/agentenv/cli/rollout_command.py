@@ -19,9 +19,10 @@ from rich.markup import escape
 from agentenv.cli._common import console, err_console, fail
 from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
 from agentenv.rollout.exporters.registry import get_exporter
-from agentenv.rollout.local import DEFAULT_CONCURRENCY, LocalRunner, RichProgress, RolloutSummary
+from agentenv.rollout.local import DEFAULT_CONCURRENCY, LocalRunner, RolloutSummary
 from agentenv.rollout.metrics import compute_metrics
 from agentenv.rollout.plan import PlanError, RolloutPlan
+from agentenv.rollout.progress import RichProgress
 from agentenv.rollout.ray_runner import DEFAULT_BATCH_SIZE, RayRunner, RayUnavailable
 from agentenv.rollout.store import RolloutStore, StoreError
 from agentenv.spec.errors import DocumentError

@@ -7,6 +7,7 @@ a Ray cluster, into a resumable run folder; exporters for training; metrics.
     export_run("runs/r1", "sft-chat", Path("sft.jsonl"))
 """
 
+from agentenv.rollout.episode import EnvironmentCache, run_episode, run_episodes
 from agentenv.rollout.exporters import (
     EXPORTERS,
     Exporter,
@@ -15,15 +16,7 @@ from agentenv.rollout.exporters import (
     export_run,
     get_exporter,
 )
-from agentenv.rollout.local import (
-    EnvironmentCache,
-    LocalRunner,
-    Progress,
-    RichProgress,
-    RolloutSummary,
-    run_episode,
-    run_episodes,
-)
+from agentenv.rollout.local import LocalRunner, RolloutSummary
 from agentenv.rollout.metrics import (
     RunMetrics,
     SliceMetrics,
@@ -39,6 +32,7 @@ from agentenv.rollout.plan import (
     episode_id,
     resolve_targets,
 )
+from agentenv.rollout.progress import Progress, RichProgress
 from agentenv.rollout.ray_runner import RayRunner, RayUnavailable
 from agentenv.rollout.store import (
     CorruptRecordWarning,

@@ -21,14 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agentenv.rollout.local import (
-    DEFAULT_TIMEOUT,
-    WORKER,
-    BaseRunner,
-    EnvironmentCache,
-    RolloutSummary,
-    run_episodes,
-)
+from agentenv.rollout.episode import WORKER, EnvironmentCache, run_episodes
+from agentenv.rollout.local import DEFAULT_TIMEOUT, BaseRunner, RolloutSummary
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode, RolloutPlan
 from agentenv.rollout.store import EpisodeRecord, RolloutStore
 from agentenv.tasks.bundle import Task
