@@ -11,6 +11,7 @@ from agentenv.cli.cli_command import cli
 from agentenv.cli.rollout_command import export, report, rollout
 from agentenv.cli.run_command import run, task_app
 from agentenv.cli.serve_command import serve
+from agentenv.cli.synth_command import graph, synth_app
 
 app = typer.Typer(
     name="agent-env",
@@ -46,6 +47,8 @@ app.command()(check)
 app.command()(rollout)
 app.command()(export)
 app.command()(report)
+app.command()(graph)
+app.add_typer(synth_app, name="synth")
 app.command()(run)
 app.add_typer(task_app, name="task")
 
