@@ -78,3 +78,16 @@ def make_agent(spec: str) -> Agent:
     """
     name, _, argument = spec.partition(":")
     return AGENTS.get(name)(argument)
+
+
+def _a2a(argument: str) -> Agent:
+    """`a2a:URL[?timeout=S&solution=auto|always|never]`: a remote agent over A2A."""
+    from agentenv.agents.a2a import require_sdk
+
+    require_sdk()
+    from agentenv.agents.a2a.client import RemoteA2AAgent  # a2a-sdk loads only when used
+
+    return RemoteA2AAgent.from_spec(argument)
+
+
+AGENTS.add_builtin(_configuration_errors("a2a", _a2a), "a2a")

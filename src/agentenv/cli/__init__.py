@@ -6,12 +6,14 @@ import typer
 
 from agentenv import __version__
 from agentenv.cli import env_commands
+from agentenv.cli.agent_command import agent_app
 from agentenv.cli.check_command import check
 from agentenv.cli.cli_command import cli
 from agentenv.cli.rollout_command import export, report, rollout
 from agentenv.cli.run_command import run, task_app
 from agentenv.cli.serve_command import serve
 from agentenv.cli.synth_command import graph, synth_app
+from agentenv.cli.synth_sqlite_command import synth_env
 
 app = typer.Typer(
     name="agent-env",
@@ -48,9 +50,11 @@ app.command()(rollout)
 app.command()(export)
 app.command()(report)
 app.command()(graph)
+synth_app.command("env")(synth_env)
 app.add_typer(synth_app, name="synth")
 app.command()(run)
 app.add_typer(task_app, name="task")
+app.add_typer(agent_app, name="agent")
 
 
 def main() -> None:

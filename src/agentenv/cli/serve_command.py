@@ -53,6 +53,7 @@ def serve(
         gateway = Gateway(env)
     except GatewayError as exc:
         fail(f"{path}: {exc}")
+    _send_nl_over_a2a(gateway, host, port, tokens)
     if not is_loopback(host) and not tokens:
         console.print(
             "[yellow]warning:[/] listening beyond loopback with no --token: every request "
@@ -80,5 +81,22 @@ def _serve_stdio(env: Environment) -> None:
         gateway = Gateway(env)
     except GatewayError as exc:
         fail(str(exc))
+    _send_nl_over_a2a(gateway)
     auth = Authenticator(default_role=env.default_role)
     anyio.run(McpAdapter(gateway, auth).run_stdio)
+
+
+def _send_nl_over_a2a(
+    gateway: Gateway, host: str | None = None, port: int = 0, tokens: dict[str, str] | None = None
+) -> None:
+    """nl trigger actions go to their executor over A2A; served over HTTP, the executor is
+    also told this server's MCP endpoint (a wildcard address is given as 127.0.0.1) and
+    its role's token."""
+    from agentenv.agents.a2a.nl import a2a_nl_sender, served_gateway_locator
+
+    if host is None:
+        gateway.nl_sender = a2a_nl_sender()
+        return
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    gateway.nl_sender = a2a_nl_sender(served_gateway_locator(f"http://{shown}:{port}", tokens))

@@ -2,13 +2,18 @@
 
 The TriggerEngine decides what fires; the Firer makes it happen: tool actions become
 calls (recorded with kind "trigger"), permission actions change tool access, state
-checks and `verify` steps are read-only probes. `nl` actions need an executor agent
-reached over A2A, which is not built yet: they fail with that reason in the log.
+checks and `verify` steps are read-only probes. `nl` actions go to the registration's
+executor agent through the gateway's `nl_sender`, which the layers above install (the
+A2A one lives in `agents.a2a.nl`; the gateway knows nothing of agents). While an `nl`
+action waits for its executor, the instance's lock is released, so the executor can
+call the instance's tools; the provoking call still waits for the firing to end.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +27,7 @@ from agentenv.gateway.triggers import (
 )
 from agentenv.spec.triggers import (
     CheckStep,
+    Executor,
     NlAction,
     PermissionAction,
     ToolAction,
@@ -35,6 +41,50 @@ if TYPE_CHECKING:
 
 class _ActionFailed(Exception):
     pass
+
+
+class NlActionError(Exception):
+    """An `nl` action that could not be carried out; the message says why."""
+
+
+@dataclass(frozen=True)
+class NlInstruction:
+    """What an `nl` action sends to its executor agent."""
+
+    instruction: str
+    trigger_id: str
+    executor: Executor | None
+    env: str
+    instance: str
+    virtual_time: datetime | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+
+
+NlSender = Callable[[NlInstruction], Awaitable[str]]
+"""Sends an instruction to the executor and returns its answer; raises NlActionError."""
+
+
+async def no_nl_sender(request: NlInstruction) -> str:
+    """The default: this gateway has no way to reach an executor agent."""
+    raise NlActionError(
+        "nl actions go to an executor agent over A2A, and this gateway has no A2A sender "
+        "(serve it with `agent-env serve`, run it in a task, or pass Gateway(nl_sender=...))"
+    )
+
+
+async def _relock(lock: asyncio.Lock) -> None:
+    """Take the lock back, even through a cancellation (re-raised once it is held), so
+    that whoever holds it up the stack can release it."""
+    cancelled = False
+    while True:
+        try:
+            await lock.acquire()
+            break
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 class Firer:
@@ -169,10 +219,17 @@ class Firer:
                 elif isinstance(action, PermissionAction):
                     inst.access.apply(action.role, action.action, action.tools)
                 elif isinstance(action, NlAction):
-                    raise _ActionFailed(
-                        f"{label}: nl actions go to an executor agent over A2A, "
-                        "which this version does not have yet"
+                    request = NlInstruction(
+                        instruction=str(render(action.instruction, scope)),
+                        trigger_id=trigger.id,
+                        executor=trigger.executor,
+                        env=self.gateway.env.name,
+                        instance=inst.id,
+                        virtual_time=now,
+                        args=dict(firing.args),
+                        result=firing.result,
                     )
+                    await self._send_nl(inst, request, label)
                 if action.verify is not None and not self._check(inst, action.verify, now):
                     raise _ActionFailed(f"{label}: verify did not hold")
             except TemplateError as exc:
@@ -182,3 +239,20 @@ class Firer:
                 engine.log(trigger.id, "action_failed", now, str(exc))
                 raise
             engine.log(trigger.id, "action_ok", now, label)
+
+    async def _send_nl(self, inst: Instance, request: NlInstruction, label: str) -> str:
+        """Send an nl action's instruction with the lock released (the executor may call
+        this instance's tools meanwhile); _ActionFailed with the sender's reason."""
+        sender: NlSender = getattr(self.gateway, "nl_sender", None) or no_nl_sender
+        held = inst.lock.locked()  # every firing runs under the instance's lock
+        if held:
+            inst.lock.release()
+        try:
+            return await sender(request)
+        except NlActionError as exc:
+            raise _ActionFailed(f"{label}: {exc}") from None
+        except Exception as exc:  # a sender's own bug: the firing fails, the gateway goes on
+            raise _ActionFailed(f"{label}: {type(exc).__name__}: {exc}") from None
+        finally:
+            if held:
+                await _relock(inst.lock)

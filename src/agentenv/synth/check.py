@@ -20,6 +20,7 @@ environment should keep are checked on each call:
 
 A read tool that tries to write is refused by the gateway (the state is untouched): that
 is counted as a `tool_error` and named in the report's warnings, not a violation.
+The report (`CheckReport` and the models in it) is defined in `check_report.py`.
 """
 
 from __future__ import annotations
@@ -27,17 +28,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
-import json
 import random
 import re
-import shlex
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from agentenv.env import SYSTEM, Environment, Principal, Tool
 from agentenv.gateway import CallResult, Gateway, GatewayError
@@ -50,23 +45,21 @@ from agentenv.synth._values import (
     ArgumentGenerator,
     Case,
 )
+from agentenv.synth.check_report import (
+    CheckCall,
+    CheckReport,
+    CheckSummary,
+    ToolReport,
+    Violation,
+    ViolationKind,
+    _summarise,
+)
 
 DEFAULT_CALLS = 20
 MAX_CALLS = 10_000
 CHECK_INSTANCE = "agent-env-check"
 CHECKER = "agent-env-check"
 ROLE_PROBE = "role"
-
-ViolationKind = Literal[
-    "crash",
-    "invalid_result",
-    "accepted_invalid",
-    "schema_mismatch",
-    "schema",
-    "read_wrote",
-    "nondeterministic",
-    "role",
-]
 
 _INVALID_WHAT = {
     WRONG_TYPE: "an argument of the wrong type",
@@ -84,76 +77,6 @@ _EXCEPTIONS = {
 
 class CheckError(ValueError):
     """The check cannot run as asked (a knob out of range, an unknown role or tool)."""
-
-
-class CheckCall(BaseModel):
-    """A call the check made: enough to reproduce it with `agent-env call`."""
-
-    tool: str
-    args: dict[str, Any]
-    role: str
-    case: str = Field(
-        default="valid",
-        description="valid, boundary, wrong_type, missing_required, extra_argument, "
-        "out_of_range or role",
-    )
-
-    def command(self, env: str | Path) -> str:
-        """The `agent-env call` line that makes this call again."""
-        args = json.dumps(self.args, ensure_ascii=False)
-        return (
-            f"agent-env call {shlex.quote(str(env))} {shlex.quote(self.tool)} "
-            f"--json {shlex.quote(args)} --role {shlex.quote(self.role)}"
-        )
-
-
-class Violation(BaseModel):
-    """A broken invariant, with the first call that broke it."""
-
-    kind: ViolationKind
-    message: str
-    call: CheckCall
-    count: int = Field(default=1, description="Calls that broke it the same way.")
-
-
-class ToolReport(BaseModel):
-    """What the check saw of one tool."""
-
-    tool: str
-    kind: Literal["read", "write"] = "write"
-    calls: int = 0
-    ok: int = 0
-    errors_by_kind: dict[str, int] = Field(default_factory=dict)
-    violations: list[Violation] = Field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        """Whether no invariant was broken."""
-        return not self.violations
-
-
-class CheckSummary(BaseModel):
-    """Totals over every tool."""
-
-    tools: int = 0
-    calls: int = 0
-    ok: int = 0
-    errors_by_kind: dict[str, int] = Field(default_factory=dict)
-    violations: int = 0
-    violations_by_kind: dict[str, int] = Field(default_factory=dict)
-
-
-class CheckReport(BaseModel):
-    """The outcome of `check_environment`: one report per tool, warnings, totals."""
-
-    env: str
-    seed: int
-    calls_per_tool: int
-    roles: list[str]
-    tools: list[ToolReport] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    summary: CheckSummary = Field(default_factory=CheckSummary)
-    passed: bool = True
 
 
 def crash_name(message: str) -> str | None:
@@ -482,29 +405,6 @@ def _difference(a: _Run, b: _Run) -> str | None:
     return None
 
 
-def _summarise(report: CheckReport) -> None:
-    summary = CheckSummary(tools=len(report.tools))
-    errors: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    for tool in report.tools:
-        summary.calls += tool.calls
-        summary.ok += tool.ok
-        errors.update(tool.errors_by_kind)
-        kinds.update(v.kind for v in tool.violations)
-        tool.errors_by_kind = dict(sorted(tool.errors_by_kind.items()))
-    summary.errors_by_kind = dict(sorted(errors.items()))
-    summary.violations = sum(kinds.values())
-    summary.violations_by_kind = dict(sorted(kinds.items()))
-    report.summary = summary
-    report.passed = summary.violations == 0
-    if report.tools and summary.calls and summary.ok == 0:
-        report.warnings.insert(
-            0,
-            "no call of any tool succeeded: the check found no crash, but it saw nothing "
-            "work either (look at the seed data and the tools' errors)",
-        )
-
-
 def _plan(
     env: Environment,
     seed: int,
@@ -586,3 +486,19 @@ def check_environment(
             on_tool=on_tool,
         )
     )
+
+
+__all__ = [
+    "DEFAULT_CALLS",
+    "MAX_CALLS",
+    "CheckCall",
+    "CheckError",
+    "CheckReport",
+    "CheckSummary",
+    "ToolReport",
+    "Violation",
+    "ViolationKind",
+    "check_environment",
+    "check_environment_async",
+    "crash_name",
+]

@@ -29,6 +29,10 @@ class DeployedEnv:
     env: Environment
     gateway: Gateway
     instance: str = DEFAULT_INSTANCE
+    served: Any = field(
+        default=None,
+        metadata={"doc": "The gateway served over HTTP to remote agents (tasks.remote)."},
+    )
 
     @property
     def state(self) -> Any:
@@ -100,6 +104,10 @@ class TaskContext:
     )
     usage: dict[str, list[dict[str, Any]]] = field(
         default_factory=dict, metadata={"doc": "Token usage per prompt_id, per agent turn."}
+    )
+    cleanups: list[Callable[[], Awaitable[None]]] = field(
+        default_factory=list,
+        metadata={"doc": "Run when the task run ends, last added first (servers to stop)."},
     )
 
     def env(self, env_id: str | None = None) -> DeployedEnv:

@@ -11,6 +11,7 @@ the rest is skipped. Every step's start, end, status, output and error are recor
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from graphlib import TopologicalSorter
@@ -27,6 +28,8 @@ from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import STEPS, Score, Step, StepError
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "skipped"]
+CLEANUP_TIMEOUT = 15.0
+log = logging.getLogger(__name__)
 _FAILED = ("failed", "timeout")
 
 
@@ -144,16 +147,29 @@ class TaskRunner:
         self.aborted: str | None = None
 
     async def run(self) -> TaskResult:
-        """Run to the end and summarise."""
+        """Run to the end and summarise; `ctx.cleanups` run at the end, however it ends."""
         budget = 1 + sum(
             s.spec.retry_config.max_retries for s in self.steps.values() if s.spec.retry_config
         )
-        for _ in range(budget):
-            retry = await self._pass()
-            if retry is None:
-                break
-            await self._rewind(*retry)
+        try:
+            for _ in range(budget):
+                retry = await self._pass()
+                if retry is None:
+                    break
+                await self._rewind(*retry)
+        finally:
+            await self._cleanup()
         return self._result()
+
+    async def _cleanup(self) -> None:
+        """Run the context's cleanups, last added first; each is bounded and a failing one
+        does not stop the rest (what a task started must not outlive it)."""
+        while self.ctx.cleanups:
+            cleanup = self.ctx.cleanups.pop()
+            try:
+                await asyncio.wait_for(cleanup(), CLEANUP_TIMEOUT)
+            except Exception as exc:
+                log.warning("a task cleanup failed: %s: %s", type(exc).__name__, exc)
 
     async def _pass(self) -> tuple[str, str] | None:
         pending = [sid for sid in self.order if self.records[sid].status == "pending"]

@@ -1,4 +1,4 @@
-"""Deploy and setup steps: deploy_env, deploy_agent."""
+"""Deploy and setup steps: deploy_env, deploy_agent, peer_agents."""
 
 from __future__ import annotations
 
@@ -7,13 +7,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentenv.agents.base import Agent
+from agentenv.agents.a2a import require_sdk
+from agentenv.agents.base import Agent, AgentError
 from agentenv.agents.registry import make_agent
 from agentenv.env.environment import Environment
 from agentenv.gateway import Gateway, GatewayError
 from agentenv.registry import RegistryError
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.context import DeployedAgent, DeployedAgentRequest, DeployedEnv, TaskContext
+from agentenv.tasks.remote import (
+    bind_remote,
+    is_remote,
+    peer_url,
+    resolve_a2a,
+    task_nl_sender,
+)
 from agentenv.tasks.step import STEPS, Step, StepError
 
 
@@ -44,6 +52,7 @@ class DeployEnv(Step):
             gateway = Gateway(env)
         except GatewayError as exc:
             raise StepError(f"environment {p.env!r}: {exc}") from None
+        gateway.nl_sender = task_nl_sender(ctx, p.env_id, gateway)  # nl actions over A2A
         ctx.envs[p.env_id] = DeployedEnv(p.env_id, env, gateway)
         return {
             "env_id": p.env_id,
@@ -113,16 +122,28 @@ class DeployAgent(Step):
         for env_id in env_ids:
             ctx.env(env_id)
         role = p.role or ctx.env(env_ids[0]).env.default_role
-        if p.a2a_agent_id is not None:
-            raise StepError("remote agents over A2A (a2a_agent_id) are not built yet")
         if p.sandbox_type not in (None, "local", "none"):
             raise StepError(f"sandbox_type {p.sandbox_type!r} is not built yet (only local)")
+        if p.a2a_agent_id is not None and p.agent is not None:
+            raise StepError("give at most one of 'a2a_agent_id' and 'agent'")
         request = DeployedAgentRequest(
-            agent_name=p.agent_name, role=role, env_ids=env_ids, system_prompt=p.system_prompt
+            agent_name=p.agent_name,
+            role=role,
+            env_ids=env_ids,
+            a2a_agent_id=p.a2a_agent_id,
+            system_prompt=p.system_prompt,
         )
-        if p.agent is not None:  # pinned by the task: part of the task, not the policy
+        if p.a2a_agent_id is not None:  # a remote agent, pinned by the task
             try:
-                agent: Agent | None = make_agent(p.agent)
+                require_sdk()
+                from agentenv.agents.a2a.client import RemoteA2AAgent
+
+                agent: Agent | None = RemoteA2AAgent(resolve_a2a(ctx, p.a2a_agent_id))
+            except AgentError as exc:
+                raise StepError(str(exc)) from None
+        elif p.agent is not None:  # pinned by the task: part of the task, not the policy
+            try:
+                agent = make_agent(p.agent)
             except RegistryError as exc:
                 raise StepError(str(exc)) from None
         else:
@@ -131,6 +152,8 @@ class DeployAgent(Step):
             agent = ctx.agent_factory(request) if ctx.agent_factory is not None else None
             if agent is None and ctx.driver is None:
                 raise StepError(f"no agent was given to play {p.agent_name!r}")
+        if is_remote(agent):  # it reaches its envs over MCP: serve them, with a token of its own
+            agent = await bind_remote(ctx, agent, env_ids, role, p.agent_name)  # type: ignore[arg-type]
         ctx.agents[p.agent_name] = DeployedAgent(
             name=p.agent_name,
             role=role,
@@ -144,4 +167,45 @@ class DeployAgent(Step):
             "role": role,
             "env_ids": env_ids,
             "agent": getattr(agent, "name", "driver"),
+            **({"a2a_url": agent.url} if is_remote(agent) else {}),  # type: ignore[union-attr]
         }
+
+
+class PeerAgentsParams(_Params):
+    """Fields of `peer_agents`."""
+
+    agents: dict[str, str] | list[str] = Field(
+        description="Peers by name: `{name: A2A base URL}`, or names of deployed agents "
+        "(a remote one by its URL; a local one is served over A2A from this process)."
+    )
+
+
+@STEPS.add_builtin
+class PeerAgents(Step):
+    """Let agents address each other over A2A: fills the task's peers, which every later
+    prompt passes to its agent (`AgentTurn.peers`; a remote agent gets them under
+    urn:agentenv:peer-agents/v1), and which `deploy_agent`'s `a2a_agent_id` may name."""
+
+    type_name = "peer_agents"
+    Params = PeerAgentsParams
+
+    async def run(self, ctx: TaskContext) -> Any:
+        p: PeerAgentsParams = self.params  # type: ignore[assignment]
+        try:
+            require_sdk()
+        except AgentError as exc:
+            raise StepError(str(exc)) from None
+        from agentenv.agents.a2a.client import check_url
+
+        added: dict[str, str] = {}
+        if isinstance(p.agents, dict):
+            for name, url in p.agents.items():
+                try:
+                    added[name] = check_url(url)
+                except AgentError as exc:
+                    raise StepError(f"agents.{name}: {exc}") from None
+        else:
+            for name in p.agents:
+                added[name] = await peer_url(ctx, ctx.agent(name))
+        ctx.peers.update(added)
+        return {"peers": added}

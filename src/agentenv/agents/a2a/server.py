@@ -1,0 +1,543 @@
+"""Serve any agent over A2A (a2a-sdk 1.x): agent card, JSON-RPC and REST interfaces.
+
+The served agent learns its environment from each request, not from code: the message
+(or request) metadata carries `urn:agentenv:mcp-config/v1` (where the env's MCP endpoint
+is, the bearer token, the role, the env_id), `urn:agentenv:peer-agents/v1` (other agents
+by name) and the turn's fields (`prompt_id`, `agent_name`, `system_prompt`, `history`,
+...). The text parts are the prompt. Each request becomes an `AgentTurn` whose `tools`
+speak MCP to that endpoint (`McpTools`), and the agent's `run_turn` answers it.
+
+The reply is a Task: completed with an artifact `response` (the answer as text) and,
+when the agent called tools, an artifact `trajectory` (its own log of the calls); or
+failed, with the reason as the status message. An agent that raises never reaches the
+client as a JSON-RPC internal error.
+
+See docs/a2a.md for every metadata key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from a2a.helpers import get_text_parts, new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentSkill,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from a2a.utils import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
+from google.protobuf.json_format import MessageToDict
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agentenv import __version__
+from agentenv.agents.a2a import (
+    MCP_CONFIG_URI,
+    PEER_AGENTS_URI,
+    SOLUTION_URI,
+    TRAJECTORY_URI,
+)
+from agentenv.agents.a2a.mcp_tools import (
+    DEFAULT_TIMEOUT,
+    McpConfig,
+    McpConnectError,
+    McpTools,
+    NoTools,
+    describe,
+)
+from agentenv.agents.base import Agent, AgentError, AgentTurn
+from agentenv.spec.task import SolutionTurn
+
+JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PREFIX = "/a2a/rest"
+
+log = logging.getLogger(__name__)
+
+AgentSource = Agent | Callable[[], Agent]
+"""An agent shared by every request, or a factory that builds a fresh one per request."""
+
+
+class BadRequest(ValueError):
+    """An A2A request whose metadata cannot be a turn; the message names the key."""
+
+
+# -- the turn a request asks for ------------------------------------------------------------
+
+
+def _ints(value: Any) -> Any:
+    """protobuf's Struct keeps every number as a double: 5 comes back as 5.0. Whole
+    numbers go back to ints (JSON does not tell 5 from 5.0 either)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def _json(key: str, value: Any) -> Any:
+    """A structured field: JSON text (exact numbers) or, as a fallback, a Struct value."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise BadRequest(f"metadata {key!r} is not valid JSON text: {exc}") from None
+    return _ints(value)
+
+
+def _string(meta: dict[str, Any], key: str) -> str | None:
+    value = meta.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"metadata {key!r} must be a string")
+    return value
+
+
+def _integer(meta: dict[str, Any], key: str) -> int | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, int | float) and float(value).is_integer() and value >= 0:
+        return int(value)
+    raise BadRequest(f"metadata {key!r} must be a whole number")
+
+
+@dataclass
+class TurnRequest:
+    """What one A2A request asks of the served agent."""
+
+    prompt: str
+    prompt_id: str
+    configs: list[McpConfig]
+    agent_name: str | None = None
+    role: str | None = None
+    system_prompt: str | None = None
+    history: list[dict[str, str]] = field(default_factory=list)
+    conversation_turn: int = 0
+    max_turns: int | None = None
+    model: str | None = None
+    model_params: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    solution: SolutionTurn | None = None
+    peers: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(
+        cls,
+        texts: list[str],
+        metadata: dict[str, Any],
+        *,
+        task_id: str,
+        defaults: list[McpConfig],
+    ) -> TurnRequest:
+        """The turn from the message's text parts and the merged metadata (BadRequest)."""
+        prompt = "\n".join(t for t in texts if t)
+        if not prompt.strip():
+            raise BadRequest("the message has no text: send the prompt as a text part")
+        meta = dict(metadata)
+        configs = defaults
+        if meta.get(MCP_CONFIG_URI) is not None:
+            try:
+                configs = McpConfig.parse(meta.pop(MCP_CONFIG_URI))
+            except ValueError as exc:
+                raise BadRequest(f"metadata {MCP_CONFIG_URI!r}: {exc}") from None
+        peers_raw = meta.pop(PEER_AGENTS_URI, None) or {}
+        if not isinstance(peers_raw, dict) or not all(
+            isinstance(v, str) for v in peers_raw.values()
+        ):
+            raise BadRequest(f"metadata {PEER_AGENTS_URI!r} must map names to A2A URLs")
+        history = meta.get("history") or []
+        if not isinstance(history, list) or not all(
+            isinstance(h, dict) and all(isinstance(v, str) for v in h.values()) for h in history
+        ):
+            raise BadRequest("metadata 'history' must be a list of {role, text} objects")
+        solution = None
+        raw_solution = meta.get("solution", meta.get(SOLUTION_URI))
+        if raw_solution is not None:
+            try:
+                solution = SolutionTurn.model_validate(_json("solution", raw_solution))
+            except ValidationError as exc:
+                raise BadRequest(f"metadata 'solution' is not a solution turn: {exc}") from None
+        params = _json("model_params", meta.get("model_params") or {})
+        config = _json("config", meta.get("config") or {})
+        if not isinstance(params, dict) or not isinstance(config, dict):
+            raise BadRequest("metadata 'model_params' and 'config' must be objects")
+        known = {
+            "prompt_id",
+            "agent_name",
+            "role",
+            "system_prompt",
+            "history",
+            "conversation_turn",
+            "max_turns",
+            "model",
+            "model_params",
+            "config",
+            "solution",
+            SOLUTION_URI,
+        }
+        role = _string(meta, "role") or next((c.role for c in configs if c.role), None)
+        return cls(
+            prompt=prompt,
+            prompt_id=_string(meta, "prompt_id") or f"a2a-{task_id}",
+            configs=configs,
+            agent_name=_string(meta, "agent_name"),
+            role=role,
+            system_prompt=_string(meta, "system_prompt"),
+            history=[dict(h) for h in history],
+            conversation_turn=_integer(meta, "conversation_turn") or 0,
+            max_turns=_integer(meta, "max_turns"),
+            model=_string(meta, "model"),
+            model_params=params,
+            config=config,
+            solution=solution,
+            peers=dict(peers_raw),
+            extra={k: v for k, v in meta.items() if k not in known},
+        )
+
+    def turn(self, agent: Agent, tools: Any) -> AgentTurn:
+        """The AgentTurn the agent takes."""
+        return AgentTurn(
+            prompt_id=self.prompt_id,
+            prompt=self.prompt,
+            tools=tools,
+            agent_name=self.agent_name or getattr(agent, "name", "agent"),
+            role=self.role or "default",
+            system_prompt=self.system_prompt,
+            solution=self.solution,
+            max_turns=self.max_turns,
+            model=self.model,
+            model_params=self.model_params,
+            conversation_turn=self.conversation_turn,
+            history=self.history,
+            peers=self.peers,
+            config=self.config,
+        )
+
+
+# -- the executor ---------------------------------------------------------------------------
+
+
+class _TurnFailed(Exception):
+    pass
+
+
+class AgentTurnExecutor(AgentExecutor):
+    """Runs one of our Agents for each A2A request (see the module's docstring)."""
+
+    def __init__(
+        self,
+        agent: AgentSource,
+        *,
+        defaults: list[McpConfig] | None = None,
+        mcp_timeout: float = DEFAULT_TIMEOUT,
+        turn_timeout: float | None = None,
+    ) -> None:
+        self._make: Callable[[], Agent] = (
+            (lambda: agent) if hasattr(agent, "run_turn") else agent  # type: ignore[assignment,return-value]
+        )
+        self.defaults = list(defaults or [])
+        self.mcp_timeout = mcp_timeout
+        self.turn_timeout = turn_timeout
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Take the turn; always ends the task (completed or failed), never raises."""
+        message = context.message
+        assert message is not None and context.task_id and context.context_id
+        task = context.current_task
+        if task is None:
+            task = Task(
+                id=context.task_id,
+                context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[message],
+            )
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        try:
+            metadata = {**(context.metadata or {}), **MessageToDict(message.metadata)}
+            request = TurnRequest.parse(
+                get_text_parts(message.parts),
+                metadata,
+                task_id=task.id,
+                defaults=self.defaults,
+            )
+            response, calls = await self._run(request)
+        except (BadRequest, _TurnFailed) as exc:
+            await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
+            return
+        except Exception as exc:  # the agent's own bug: a failed task, logged with its trace
+            log.exception("the agent failed on task %s", task.id)
+            await updater.failed(updater.new_agent_message([new_text_part(describe(exc))]))
+            return
+        await updater.add_artifact([new_text_part(response)], name="response")
+        if calls:
+            await updater.add_artifact(
+                [new_data_part({"prompt_id": request.prompt_id, "calls": calls})],
+                name="trajectory",
+            )
+        await updater.complete()
+
+    async def _run(self, request: TurnRequest) -> tuple[str, list[dict[str, Any]]]:
+        agent = self._make()
+        async with contextlib.AsyncExitStack() as stack:
+            tools: Any = NoTools()
+            if request.configs:
+                try:
+                    tools = await stack.enter_async_context(
+                        McpTools(
+                            request.configs, session=request.prompt_id, timeout=self.mcp_timeout
+                        )
+                    )
+                except McpConnectError as exc:
+                    raise _TurnFailed(str(exc)) from None
+            turn = request.turn(agent, tools)
+            try:
+                if self.turn_timeout:
+                    response = await asyncio.wait_for(agent.run_turn(turn), self.turn_timeout)
+                else:
+                    response = await agent.run_turn(turn)
+            except AgentError as exc:
+                raise _TurnFailed(str(exc)) from None
+            except TimeoutError:
+                raise _TurnFailed(
+                    f"the agent did not finish within {self.turn_timeout:g} s"
+                ) from None
+            if not isinstance(response, str):
+                raise _TurnFailed(f"the agent answered {type(response).__name__}, not text")
+            calls = list(getattr(tools, "calls", []))
+        return response, calls
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Nothing to clean up here: the SDK cancels the running turn and marks the task
+        canceled (closing its MCP connections on the way out)."""
+
+
+# -- the card and the app -------------------------------------------------------------------
+
+
+def _extensions(solution: bool, default_env: bool) -> list[AgentExtension]:
+    out = [
+        AgentExtension(
+            uri=MCP_CONFIG_URI,
+            description=(
+                "Where this agent acts: send the MCP endpoint of the environment instance, "
+                "the credential to use and the role, in the message metadata under this "
+                "URI. Its tool calls go there and nowhere else."
+            ),
+            required=not default_env,
+            params={
+                "metadata_key": MCP_CONFIG_URI,
+                "value": {
+                    "url": "MCP endpoint (Streamable HTTP), e.g. http://127.0.0.1:8765/mcp "
+                    "or .../instances/{id}/mcp",
+                    "token": "bearer token; the server takes the role from it",
+                    "role": "the role to act as (sent as AgentEnv-Role when no token)",
+                    "env_id": "the environment's name in the task",
+                },
+                "many": "a list of such objects for several environments; tools are then "
+                "named <env_id>__<tool>",
+                "has_default": default_env,
+            },
+        ),
+        AgentExtension(
+            uri=TRAJECTORY_URI,
+            description=(
+                "Every tool call carries the request's prompt_id as its session "
+                "(AgentEnv-Session), so the environment's trajectory joins on it; the "
+                "completed task also holds the agent's own log of its calls."
+            ),
+            required=False,
+            params={
+                "metadata_key": "prompt_id",
+                "session_header": "AgentEnv-Session",
+                "artifact": "trajectory",
+            },
+        ),
+        AgentExtension(
+            uri=PEER_AGENTS_URI,
+            description="Other agents this one may address over A2A, by name.",
+            required=False,
+            params={"metadata_key": PEER_AGENTS_URI, "value": "{name: A2A base URL}"},
+        ),
+    ]
+    if solution:
+        out.append(
+            AgentExtension(
+                uri=SOLUTION_URI,
+                description=(
+                    "This agent replays the task's reference solution for the prompt: send it "
+                    "as JSON text {calls: [{tool, args, env_id?}], response} under 'solution'."
+                ),
+                required=True,
+                params={"metadata_key": "solution", "encoding": "JSON text"},
+            )
+        )
+    return out
+
+
+def build_agent_card(
+    base_url: str,
+    *,
+    name: str,
+    description: str | None = None,
+    solution: bool = False,
+    default_env: bool = False,
+) -> AgentCard:
+    """The agent card for an agent served at `base_url`."""
+    base = base_url.rstrip("/")
+    return AgentCard(
+        name=name,
+        description=description
+        or f"The agentenv agent {name!r}, served over A2A: it takes one turn per message, "
+        "acting in the environment named by urn:agentenv:mcp-config/v1.",
+        version=__version__,
+        supported_interfaces=[
+            AgentInterface(
+                url=base + JSONRPC_PATH,
+                protocol_binding=TransportProtocol.JSONRPC,
+                protocol_version="1.0",
+            ),
+            AgentInterface(
+                url=base + REST_PREFIX,
+                protocol_binding=TransportProtocol.HTTP_JSON,
+                protocol_version="1.0",
+            ),
+        ],
+        capabilities=AgentCapabilities(
+            streaming=True, extensions=_extensions(solution, default_env)
+        ),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(
+                id="take-turn",
+                name="Take a turn",
+                description="Act on the prompt with the environment's tools, then answer.",
+                tags=["agentenv"],
+            )
+        ],
+    )
+
+
+def create_a2a_app(
+    agent: AgentSource,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    public_url: str | None = None,
+    mcp: list[McpConfig] | None = None,
+    solution: bool | None = None,
+    mcp_timeout: float = DEFAULT_TIMEOUT,
+    turn_timeout: float | None = None,
+) -> Starlette:
+    """An ASGI app serving `agent` over A2A.
+
+    `agent` is an Agent (shared by all requests) or a factory called once per request
+    (nothing carries over between episodes). The card's interface URLs are `public_url`
+    or else the URL the card was fetched from. `mcp` is the environment used when a
+    request names none (e.g. an `nl` executor configured once). `solution` declares
+    urn:agentenv:solution/v1 (default: only for the oracle).
+    """
+    sample = agent if hasattr(agent, "run_turn") else agent()  # type: ignore[operator]
+    name = name or getattr(sample, "name", "agent")
+    if solution is None:
+        from agentenv.agents.oracle import OracleAgent
+
+        solution = isinstance(sample, OracleAgent) or bool(getattr(sample, "uses_solution", 0))
+    defaults = list(mcp or [])
+
+    def card_for(base_url: str) -> AgentCard:
+        return build_agent_card(
+            base_url,
+            name=name,
+            description=description,
+            solution=bool(solution),
+            default_env=bool(defaults),
+        )
+
+    handler = DefaultRequestHandler(
+        agent_executor=AgentTurnExecutor(
+            agent, defaults=defaults, mcp_timeout=mcp_timeout, turn_timeout=turn_timeout
+        ),
+        task_store=InMemoryTaskStore(),
+        agent_card=card_for(public_url or "http://127.0.0.1"),
+    )
+
+    async def agent_card(request: Request) -> JSONResponse:
+        base = public_url or str(request.base_url)
+        return JSONResponse(agent_card_to_dict(card_for(base)))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await handler.aclose()  # no agent turn outlives the server
+
+    return Starlette(
+        routes=[
+            Route(AGENT_CARD_WELL_KNOWN_PATH, agent_card, methods=["GET"]),
+            *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH),
+            *create_rest_routes(handler, path_prefix=REST_PREFIX),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def make_agent_server(
+    agent: AgentSource,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9100,
+    log_level: str = "warning",
+    **options: Any,
+) -> uvicorn.Server:
+    """A uvicorn server for `create_a2a_app(agent, **options)`; `.run()` or `await .serve()`."""
+    app = create_a2a_app(agent, **options)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=3,
+    )
+    return uvicorn.Server(config)
+
+
+async def serve_agent(agent: AgentSource, *, host: str = "127.0.0.1", **options: Any) -> Any:
+    """Serve `agent` over A2A from this event loop on a free port of `host`; returns a
+    started `BackgroundServer` (its `url` is the agent's base URL; `await .stop()`)."""
+    from agentenv.serve.background import BackgroundServer
+
+    return await BackgroundServer.start(
+        lambda port: make_agent_server(agent, host=host, port=port, **options), host=host
+    )
