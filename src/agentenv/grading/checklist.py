@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -115,6 +115,26 @@ class CheckResult:
         if self.detail:
             out["detail"] = self.detail
         return out
+
+
+S = TypeVar("S")
+
+
+@dataclass
+class NamedFn(Generic[S]):
+    """A Python check with a name: `fn(subject) -> bool`; an exception fails the check
+    (its message is the detail). State, trajectory and response checks share it."""
+
+    name: str
+    fn: Callable[[S], bool]
+
+    def evaluate(self, subject: S) -> CheckResult:
+        """Call the function on what is checked."""
+        try:
+            ok = bool(self.fn(subject))
+        except Exception as exc:
+            return CheckResult(self.name, False, f"raised {type(exc).__name__}: {exc}")
+        return CheckResult(self.name, ok)
 
 
 def checklist_score(results: Iterable[CheckResult], *, kind: str, threshold: float = 1.0) -> Score:

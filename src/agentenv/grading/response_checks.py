@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
@@ -33,6 +32,7 @@ from pydantic import (
 from agentenv.grading.checklist import (
     MISSING,
     CheckResult,
+    NamedFn,
     checklist_score,
     json_equal,
     lookup,
@@ -208,20 +208,8 @@ ResponseFn = Callable[[str], bool]
 _Declarative = ContainsCheck | NotContainsCheck | RegexCheck | JsonFieldCheck
 
 
-@dataclass
-class NamedResponseCheck:
+class NamedResponseCheck(NamedFn[str]):
     """A Python response check with a name."""
-
-    name: str
-    fn: ResponseFn
-
-    def evaluate(self, text: str) -> CheckResult:
-        """Call the function; an exception fails the check."""
-        try:
-            ok = bool(self.fn(text))
-        except Exception as exc:
-            return CheckResult(self.name, False, f"raised {type(exc).__name__}: {exc}")
-        return CheckResult(self.name, ok)
 
 
 def parse_response_checks(

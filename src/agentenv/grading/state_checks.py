@@ -19,7 +19,6 @@ that a task document can carry:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
@@ -35,6 +34,7 @@ from pydantic import (
 from agentenv.grading.checklist import (
     MISSING,
     CheckResult,
+    NamedFn,
     VerifierError,
     checklist_score,
     json_equal,
@@ -223,20 +223,8 @@ StateCheck = Annotated[
 STATE_CHECKS: TypeAdapter[list[StateCheck]] = TypeAdapter(list[StateCheck])
 
 
-@dataclass
-class NamedCheck:
+class NamedCheck(NamedFn[StateLike]):
     """A Python state check with a name."""
-
-    name: str
-    fn: StateFn
-
-    def evaluate(self, state: StateLike) -> CheckResult:
-        """Call the function; an exception fails the check (its message is the detail)."""
-        try:
-            ok = bool(self.fn(state))
-        except Exception as exc:
-            return CheckResult(self.name, False, f"raised {type(exc).__name__}: {exc}")
-        return CheckResult(self.name, ok)
 
 
 StateCheckLike = FieldCheck | CountCheck | NamedCheck | Mapping[str, Any] | StateFn

@@ -34,6 +34,7 @@ from pydantic import (
 from agentenv.gateway.trajectory import TrajectoryRecord
 from agentenv.grading.checklist import (
     CheckResult,
+    NamedFn,
     checklist_score,
     parse_checks,
     short,
@@ -288,20 +289,8 @@ TrajectoryFn = Callable[[list[Call]], bool]
 _Declarative = CalledCheck | NotCalledCheck | OrderCheck | LimitCheck
 
 
-@dataclass
-class NamedTrajectoryCheck:
+class NamedTrajectoryCheck(NamedFn[list[Call]]):
     """A Python trajectory check with a name."""
-
-    name: str
-    fn: TrajectoryFn
-
-    def evaluate(self, calls: list[Call]) -> CheckResult:
-        """Call the function; an exception fails the check."""
-        try:
-            ok = bool(self.fn(list(calls)))
-        except Exception as exc:
-            return CheckResult(self.name, False, f"raised {type(exc).__name__}: {exc}")
-        return CheckResult(self.name, ok)
 
 
 def parse_trajectory_checks(
