@@ -22,11 +22,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenv.agents.base import Agent, AgentTurn
-from agentenv.gateway.client import ToolClient
+from agentenv.gateway.results import CallResult
+from agentenv.spec.wire import CallError, ToolInfo
 from agentenv.tasks.bundle import Task
 from agentenv.tasks.context import DeployedAgentRequest
 from agentenv.tasks.runner import TaskResult, TaskRunner, build_steps
 from agentenv.tasks.step import StepError
+
+
+class _TurnTools:
+    """A turn's tool client that closes when the turn ends."""
+
+    def __init__(self, tools: Any, future: asyncio.Future[str]) -> None:
+        self._tools = tools
+        self._future = future
+
+    def list_tools(self) -> list[ToolInfo]:
+        """The tools the agent may call."""
+        return self._tools.list_tools()
+
+    async def call(
+        self, name: str, args: dict[str, Any] | None = None, *, env_id: str | None = None
+    ) -> CallResult:
+        """Call a tool, unless the turn has ended."""
+        if self._future.done():
+            message = "this turn has ended; its tools take no more calls"
+            return CallResult(
+                ok=False,
+                value=None,
+                text=f"Error: {message}",
+                error=CallError(kind="denied", message=message),
+                changelog_id=-1,
+                seq=-1,
+                state_hash="",
+            )
+        return await self._tools.call(name, args, env_id=env_id)
 
 
 class Turn:
@@ -62,11 +92,12 @@ class Turn:
         return self._future.done()
 
     @contextlib.asynccontextmanager
-    async def tools(self) -> AsyncIterator[ToolClient]:
-        """The agent's tools for this turn (its role, through the Gateway)."""
+    async def tools(self) -> AsyncIterator[_TurnTools]:
+        """The agent's tools for this turn (its role, through the Gateway). Once the turn
+        has ended (by `end()`, or because its step timed out) they refuse every call."""
         if self.ended:
             raise RuntimeError("this turn has ended")
-        yield self._turn.tools
+        yield _TurnTools(self._turn.tools, self._future)
 
     async def end(self, response: str = "") -> None:
         """Give the agent's final answer; the task goes on."""
@@ -136,10 +167,11 @@ class Episode:
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.spec.turn_timeout)
         except TimeoutError:
-            future.cancel()
             raise StepError(
                 f"turn {agent_turn.prompt_id!r} did not end within {self.spec.turn_timeout:g} s"
             ) from None
+        finally:
+            future.cancel()  # however the step ends, the turn ends with it (tools close)
 
     async def next_turn(self) -> Turn | None:
         """The next turn for the driven agent, or None once the task has finished."""
@@ -150,8 +182,15 @@ class Episode:
             if self._run.done():
                 return None
             getter = asyncio.ensure_future(self._turns.get())
-            done, _ = await asyncio.wait({getter, self._run}, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
+            try:
+                await asyncio.wait({getter, self._run}, return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:  # our caller gave up: never lose a turn already taken
+                if getter.done() and not getter.cancelled():
+                    self._turns.put_nowait(getter.result())
+                else:
+                    getter.cancel()
+                raise
+            if getter.done():
                 return getter.result()
             getter.cancel()
 

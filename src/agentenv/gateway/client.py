@@ -37,7 +37,7 @@ class ToolClient:
         self.principal = principal
         self.session = session
         self._bindings = {b.env_id: b for b in bindings}
-        self._single = len(bindings) == 1
+        self._single = len(self._bindings) == 1
 
     @property
     def env_ids(self) -> list[str]:

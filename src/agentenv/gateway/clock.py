@@ -18,6 +18,7 @@ from agentenv.env.tool import Tool, ToolContext
 from agentenv.spec.environment import ClockSpec
 
 MAX_RATE = 86400.0
+MAX_YEAR = 9000  # leaves room for durations and triggers without overflowing datetime
 ClockMode = Literal["stepped", "wall"]
 
 
@@ -73,7 +74,10 @@ class VirtualClock:
         if self.mode == "stepped" or self.rate == 0:
             return self._t0
         elapsed = (self._real() - self._real0) * self.rate
-        return self._t0 + timedelta(seconds=elapsed)
+        try:
+            return self._t0 + timedelta(seconds=elapsed)
+        except OverflowError:  # saturate, as advance() does
+            return datetime.max.replace(tzinfo=UTC)
 
     def require(self) -> datetime:
         """The virtual time now; ClockNotArmed if the clock is not armed."""
@@ -88,6 +92,8 @@ class VirtualClock:
         """Arm the clock at `virtual_time`; optionally change the rate and the mode."""
         if virtual_time.tzinfo is None:
             raise ValueError("virtual_time needs a timezone")
+        if virtual_time.year > MAX_YEAR:
+            raise ValueError(f"virtual_time must be before the year {MAX_YEAR + 1}")
         if rate is not None:
             if not 0 <= rate <= MAX_RATE:
                 raise ValueError(f"virtual_seconds_per_real_second must be in [0, {MAX_RATE:g}]")

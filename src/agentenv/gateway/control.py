@@ -173,7 +173,7 @@ class ControlPlane:
         if role != "*" and role not in self._roles:
             raise GatewayError(f"unknown role {role!r} (roles: {', '.join(self.env.roles)})")
         if tools != "*":
-            unknown = [t for t in tools if self._tool(inst, t) is None and t != GET_TIME.name]
+            unknown = [t for t in tools if not self._names_a_tool(inst, t)]
             if unknown:
                 raise GatewayError(f"unknown tool {', '.join(map(repr, unknown))}")
         async with inst.lock:
@@ -181,18 +181,29 @@ class ControlPlane:
             self._note(inst, principal, f"tools_{action}", f"{role}: {tools}")
             return inst.access.rules()
 
+    def _names_a_tool(self, inst: Instance, name: str) -> bool:
+        """A tool name, `*`, or a `prefix*` pattern that matches at least one tool."""
+        if name == "*" or name == GET_TIME.name or self._tool(inst, name) is not None:
+            return True
+        return (
+            len(name) > 1
+            and name.endswith("*")
+            and any(t.startswith(name[:-1]) for t in self.env.tools)
+        )
+
     def status(self, instance: str = DEFAULT_INSTANCE) -> GatewayStatus:
         """Servers, tools, changelog id and role rules of an instance."""
         inst = self.instance(instance)
         tools = sorted(self.env.tools) + ([GET_TIME.name] if inst.clock.armed else [])
+        committed = inst.state.committed()  # not a call's writes still in flight
         return GatewayStatus(
             name=self.env.name,
             version=self.env.version,
             instance=inst.id,
             servers=_servers(self.env),
             tools=tools,
-            changelog_id=inst.state.changes,
-            state_hash=inst.state.hash(),
+            changelog_id=committed.changes,
+            state_hash=committed.hash(),
             role_rules=inst.access.rules(),
             roles=list(self.env.roles),
             clock_armed=inst.clock.armed,
@@ -246,7 +257,7 @@ class ControlPlane:
     def data_get(self, instance: str = DEFAULT_INSTANCE) -> list[Part]:
         """`data/get`: one data part with every collection's records, then stored parts."""
         inst = self.instance(instance)
-        return [DataPart(kind="data", data=inst.state.to_dict()), *inst.parts]
+        return [DataPart(kind="data", data=inst.state.committed().to_dict()), *inst.parts]
 
     def record_message(
         self,

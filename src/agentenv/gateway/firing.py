@@ -111,6 +111,11 @@ class Firer:
             for i, action in enumerate(trigger.actions):
                 if isinstance(action, ToolAction):
                     known(action.tool, f"actions[{i}].tool", trigger.id)
+                    if action.as_ is not None and action.as_ not in self.gateway.env.roles:
+                        raise GatewayError(
+                            f"trigger {trigger.id!r}: actions[{i}].as names unknown role "
+                            f"{action.as_!r} (roles: {', '.join(self.gateway.env.roles)})"
+                        )
                 if action.verify is not None:
                     known(action.verify.tool, f"actions[{i}].verify.tool", trigger.id)
         try:
@@ -176,19 +181,24 @@ class Firer:
         except TimeoutError:
             error = f"the firing took longer than its barrier's {timeout:g} s"
             engine.log(trigger.id, "action_failed", now, error)
-        engine.finished(firing, error, now)
-        inst.trajectory.append(
-            kind="trigger",
-            wall_time=datetime.now(UTC),
-            virtual_time=now,
-            role=SYSTEM.role,
-            principal=SYSTEM.name,
-            trigger_id=trigger.id,
-            event="failed" if error else "fired",
-            detail=error,
-            state_hash=inst.state.hash(),
-            changelog_id=inst.state.changes,
-        )
+        except asyncio.CancelledError:
+            error = "the firing was cancelled"
+            raise
+        finally:
+            # Whatever happened, the trigger leaves `firing` and the record is written.
+            engine.finished(firing, error, now)
+            inst.trajectory.append(
+                kind="trigger",
+                wall_time=datetime.now(UTC),
+                virtual_time=now,
+                role=SYSTEM.role,
+                principal=SYSTEM.name,
+                trigger_id=trigger.id,
+                event="failed" if error else "fired",
+                detail=error,
+                state_hash=inst.state.hash(),
+                changelog_id=inst.state.changes,
+            )
 
     async def _run_actions(
         self, inst: Instance, firing: Firing, scope: dict[str, Any], now: datetime | None
@@ -232,12 +242,15 @@ class Firer:
                     await self._send_nl(inst, request, label)
                 if action.verify is not None and not self._check(inst, action.verify, now):
                     raise _ActionFailed(f"{label}: verify did not hold")
-            except TemplateError as exc:
-                engine.log(trigger.id, "action_failed", now, f"{label}: {exc}")
-                raise _ActionFailed(f"{label}: {exc}") from None
             except _ActionFailed as exc:
                 engine.log(trigger.id, "action_failed", now, str(exc))
                 raise
+            except (TemplateError, Exception) as exc:  # a bad template, a check that raised
+                reason = (
+                    str(exc) if isinstance(exc, TemplateError) else f"{type(exc).__name__}: {exc}"
+                )
+                engine.log(trigger.id, "action_failed", now, f"{label}: {reason}")
+                raise _ActionFailed(f"{label}: {reason}") from None
             engine.log(trigger.id, "action_ok", now, label)
 
     async def _send_nl(self, inst: Instance, request: NlInstruction, label: str) -> str:

@@ -12,8 +12,10 @@ snapshot; `instance="default"` always exists.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from time import perf_counter
@@ -273,7 +275,12 @@ class Gateway(ControlPlane):
         # but writes only to its fork, which is dropped; one that finishes is merged.
         fork = ctx.state.fork()
         worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
-        work = asyncio.to_thread(tool.invoke, worker, values)
+        # Our own pool, not the loop's default one: a tool that hangs past its timeout
+        # keeps its thread, and must not starve DNS lookups or other libraries' work.
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(
+            _blocking_pool(), functools.partial(tool.invoke, worker, values)
+        )
         value = await (asyncio.wait_for(work, tool.timeout) if tool.timeout else work)
         _merge(ctx.state, fork)
         ctx.spent += worker.spent
@@ -333,3 +340,15 @@ def _merge(state: State, fork: State) -> None:
             state.put(coll, record)
         for record_change in change.changed.values():
             state.put(coll, record_change.after)
+
+
+_POOL: ThreadPoolExecutor | None = None
+BLOCKING_THREADS = 32
+"""Threads for `blocking=True` tools, shared by every gateway of the process."""
+
+
+def _blocking_pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix="agentenv-tool")
+    return _POOL

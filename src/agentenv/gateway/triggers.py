@@ -35,6 +35,7 @@ from agentenv.spec.triggers import (
     TriggerSpec,
     WherePredicate,
 )
+from agentenv.state._canonical import digest
 
 TriggerStatus = Literal["armed", "firing", "queued", "fired", "failed"]
 MAX_CATCH_UP = 1000  # occurrences of one `every` trigger fired by a single clock jump
@@ -132,7 +133,9 @@ class TriggerEngine:
             if isinstance(when, ActionWhen | StateWhen) and when.delay and now is None:
                 raise TriggerError(f"trigger {spec.id!r}: 'delay' needs an armed clock")
             if isinstance(when, TimeWhen):
-                trigger.rng = random.Random(when.seed)
+                # No seed given: one derived from the id, so a run stays reproducible.
+                seed = when.seed if when.seed is not None else digest("trigger", spec.id)
+                trigger.rng = random.Random(seed)
                 trigger.next_due = _first_due(spec.id, when, now, clock_start, trigger.rng)
             armed.append(trigger)
         replaced = {t.id for t in armed if t.id in self._triggers}
@@ -147,6 +150,7 @@ class TriggerEngine:
 
     def remove(self, ids: list[str], now: datetime | None) -> None:
         """Remove triggers by id; unknown ids are an error and nothing is removed."""
+        ids = list(dict.fromkeys(ids))
         missing = [i for i in ids if i not in self._triggers]
         if missing:
             raise TriggerError(f"no trigger {', '.join(map(repr, missing))}")
@@ -223,7 +227,11 @@ class TriggerEngine:
     ) -> list[Firing]:
         if delay is None or now is None:
             return [firing]
-        firing.at = now + delay
+        due = _add(now, delay)
+        if due is None:  # past the end of time: it never comes due
+            self.log(firing.trigger.id, "failed", now, "its delay runs past the end of time")
+            return []
+        firing.at = due
         firing.trigger.status = "queued"
         heapq.heappush(self._queue, (firing.at, next(self._counter), firing))
         self.log(firing.trigger.id, "queued", now, f"due {firing.at.isoformat()}")
@@ -326,24 +334,32 @@ def _interval(when: TimeWhen, rng: random.Random) -> timedelta | None:
     return when.every
 
 
+def _add(moment: datetime, delta: timedelta) -> datetime | None:
+    """`moment + delta`, or None (never) past the last representable instant."""
+    try:
+        return moment + delta
+    except OverflowError:
+        return None
+
+
 def _first_due(
     trigger_id: str,
     when: TimeWhen,
     now: datetime | None,
     clock_start: datetime | None,
     rng: random.Random,
-) -> datetime:
+) -> datetime | None:
     if when.at is not None:
         return when.at
     if now is None:
         raise TriggerError(f"trigger {trigger_id!r}: a relative time trigger needs an armed clock")
     if when.offset is not None:
-        return (clock_start or now) + when.offset
+        return _add(clock_start or now, when.offset)
     if when.after is not None:
-        return now + when.after
+        return _add(now, when.after)
     interval = _interval(when, rng)
     assert interval is not None
-    return now + interval
+    return _add(now, interval)
 
 
 def _next_due(trigger: ArmedTrigger, last: datetime, fired: int) -> datetime | None:
@@ -355,8 +371,8 @@ def _next_due(trigger: ArmedTrigger, last: datetime, fired: int) -> datetime | N
     # `fired` counts firings already handed out, including the one at `last`.
     if when.count is not None and trigger.fired + fired >= when.count:
         return None
-    nxt = last + interval
-    if when.until is not None and nxt > when.until:
+    nxt = _add(last, interval)
+    if nxt is None or (when.until is not None and nxt > when.until):
         return None
     return nxt
 

@@ -198,7 +198,14 @@ class RolloutPlan:
         for i, seed in enumerate(seed_list):
             if not isinstance(seed, Mapping) or not all(isinstance(k, str) for k in seed):
                 raise PlanError(f"seeds[{i}] must be an object of placeholder values")
-        seed_list = [dict(s) for s in seed_list]
+        seen: set[str] = set()
+        unique = []
+        for seed in seed_list:  # the same seed twice is the same episodes: run them once
+            key = json.dumps(seed, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                unique.append(dict(seed))
+        seed_list = unique
         resolved = resolve_targets(tasks)
         plan_agents: dict[str, PlanAgent] = {}
         for agent in agents:

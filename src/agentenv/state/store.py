@@ -318,6 +318,21 @@ class State:
         self._owned.clear()  # the tables are shared from now on
         return Snapshot(dict(self._tables), self._changes)
 
+    def committed(self) -> Snapshot:
+        """A snapshot of the state as its last committed transaction left it.
+
+        Outside a transaction this is `snapshot()`. Inside one (a call in flight, seen
+        from another task) it is a fork with the open transaction's writes undone, so
+        readers never see a write that may still roll back.
+        """
+        if self._undo is None:
+            return self.snapshot()
+        view = self.fork()
+        view._undo = list(self._undo)
+        view._rollback(0)
+        view._undo = None
+        return view.snapshot()
+
     def restore(self, snapshot: Snapshot) -> None:
         """Make this state equal to a snapshot (outside any transaction)."""
         if self._undo is not None:

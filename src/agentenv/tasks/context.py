@@ -40,8 +40,9 @@ class DeployedEnv:
         return self.gateway.instance(self.instance).state
 
     def snapshot(self) -> Snapshot:
-        """A frozen copy of the instance's state now."""
-        return self.state.snapshot()
+        """A frozen copy of the instance's committed state (a call still in flight from a
+        concurrent step is not part of it)."""
+        return self.state.committed()
 
 
 @dataclass

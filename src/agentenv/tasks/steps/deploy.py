@@ -121,7 +121,15 @@ class DeployAgent(Step):
             raise StepError("no environment to bind the agent to: deploy_env first")
         for env_id in env_ids:
             ctx.env(env_id)
+        env_ids = list(dict.fromkeys(env_ids))  # the same env twice is one binding
         role = p.role or ctx.env(env_ids[0]).env.default_role
+        for env_id in env_ids:
+            declared = ctx.env(env_id).env.roles
+            if role not in declared:
+                raise StepError(
+                    f"role {role!r} is not a role of environment {env_id!r} "
+                    f"(roles: {', '.join(declared)})"
+                )
         if p.sandbox_type not in (None, "local", "none"):
             raise StepError(f"sandbox_type {p.sandbox_type!r} is not built yet (only local)")
         if p.a2a_agent_id is not None and p.agent is not None:
