@@ -193,6 +193,35 @@ async def test_unknown_tools_are_refused_and_nothing_changes() -> None:
     assert names(gw, AGENT) == ["get_ticket", "list_tickets", "update_ticket"]
 
 
+async def test_a_prefix_pattern_is_accepted_and_takes_effect() -> None:
+    gw = Gateway(make_env())
+    rules = await gw.set_tool_access(SYSTEM, "disable", "agent", ["list*"])
+    assert rules == {"agent": {"list*": False}}
+    assert names(gw, AGENT) == ["get_ticket", "update_ticket"]
+    assert not await can_call(gw, AGENT, "list_tickets")
+    assert await can_call(gw, SUPERVISOR, "list_tickets")
+    await assert_listing_matches_calls(gw, AGENT)
+
+
+async def test_star_in_a_list_is_accepted_and_disables_every_tool() -> None:
+    gw = Gateway(make_env())
+    rules = await gw.set_tool_access(SYSTEM, "disable", "agent", ["*"])
+    assert rules == {"agent": {"*": False}}
+    assert names(gw, AGENT) == []
+    assert not await can_call(gw, AGENT, "get_ticket")
+    assert await can_call(gw, SUPERVISOR, "get_ticket")
+    await assert_listing_matches_calls(gw, AGENT)
+
+
+async def test_a_prefix_pattern_that_matches_no_tool_is_refused() -> None:
+    gw = Gateway(make_env())
+    with pytest.raises(GatewayError, match=r"unknown tool 'zzz\*'") as info:
+        await gw.set_tool_access(SYSTEM, "disable", "agent", ["get_ticket", "zzz*"])
+    assert info.value.status == 400
+    assert gw.instance().access.rules() == {}
+    assert names(gw, AGENT) == ["get_ticket", "list_tickets", "update_ticket"]
+
+
 async def test_get_time_may_be_ruled_before_the_clock_is_armed() -> None:
     gw = Gateway(make_env())
     await gw.set_tool_access(SYSTEM, "disable", "agent", ["get_time"])

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import httpx
 import pytest
 
 from agentenv import SYSTEM, Environment, Gateway, Principal
 from agentenv.gateway import ClockError, VirtualClock
 from agentenv.gateway.clock import MAX_RATE, ClockNotArmed
+from agentenv.serve import create_app
 from agentenv.spec import ClockSpec, parse_environment_spec
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -80,6 +82,19 @@ def test_wall_time_is_t0_plus_real_elapsed_times_rate() -> None:
     assert clock.now() == clock.now()  # reading never advances time
     clock.advance(timedelta(hours=1))  # a jump adds to wall time too
     assert clock.now() == T0 + timedelta(hours=1, seconds=150)
+
+
+def test_wall_time_saturates_at_the_end_of_time() -> None:
+    real = FakeTime()
+    clock = VirtualClock("wall", rate=MAX_RATE, real_time=real)
+    clock.set(T0)
+    real.now += 1e12  # far past what a datetime holds
+    assert clock.now() == datetime.max.replace(tzinfo=UTC)
+    clock.set(T0, rate=1)
+    clock.advance(timedelta.max)
+    real.now += 10
+    assert clock.now() == datetime.max.replace(tzinfo=UTC)
+    assert clock.state().virtual_time == datetime.max.replace(tzinfo=UTC)
 
 
 def test_rate_zero_freezes_wall_time() -> None:
@@ -244,6 +259,8 @@ async def test_wall_mode_with_rate_zero_is_frozen_and_calls_do_not_step_it(
         (datetime(2026, 3, 2, 9, 0), None, "needs a timezone"),
         (T0, -1, "virtual_seconds_per_real_second must be in"),
         (T0, 86401, "virtual_seconds_per_real_second must be in"),
+        (datetime(9999, 12, 31, 23, 59, tzinfo=UTC), None, "before the year 9001"),
+        (datetime(9001, 1, 1, tzinfo=UTC), None, "before the year 9001"),
     ],
 )
 async def test_bad_clock_settings_are_refused_and_change_nothing(
@@ -255,6 +272,41 @@ async def test_bad_clock_settings_are_refused_and_change_nothing(
     assert gw.clock_state().armed is False
     assert gw.clock_state().virtual_seconds_per_real_second == 1.0
     assert len(gw.instance().trajectory) == 0
+
+
+async def test_a_time_after_the_year_9000_is_a_400_over_rest(gw: Gateway) -> None:
+    app = create_app(gw, mcp=False)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        r = await client.put("/clock/set-time", json={"virtual_time": "9999-12-31T23:59:00Z"})
+        assert r.status_code == 400
+        assert r.json()["error"]["kind"] == "bad_request"
+        assert "before the year 9001" in r.json()["error"]["message"]
+        assert (await client.get("/clock/state")).json()["armed"] is False
+    assert gw.clock_state().armed is False
+
+
+async def test_the_year_9000_is_still_accepted(gw: Gateway, agent: Principal) -> None:
+    late = datetime(9000, 12, 31, 23, 59, tzinfo=UTC)
+    assert (await gw.set_clock(SYSTEM, late)).virtual_time == late
+    assert (await gw.call(agent, "deposit", {"account_id": "a1", "amount": 1})).ok
+    assert gw.clock_time() == late + timedelta(seconds=60)
+
+
+async def test_a_wall_clock_advanced_past_the_end_of_time_saturates_and_keeps_working(
+    gw: Gateway, agent: Principal
+) -> None:
+    end = datetime.max.replace(tzinfo=UTC)
+    await gw.set_clock(SYSTEM, T0, rate=1, mode="wall")
+    state = await gw.advance_clock(SYSTEM, timedelta(days=999_999_999))
+    assert state.virtual_time == end
+    assert gw.clock_state().virtual_time == end
+    assert gw.clock_time() == end
+    out = await gw.call(agent, "list_accounts", {})
+    assert out.ok
+    assert gw.instance().trajectory[out.seq].virtual_time == end
+    assert (await gw.call(agent, "deposit", {"account_id": "a1", "amount": 1})).ok
+    assert (await gw.call(agent, "get_time", {})).value == {"virtual_time": end.isoformat()}
 
 
 def _env(clock: dict) -> Environment:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,8 +20,10 @@ from agentenv.gateway import (
     GatewayError,
     UnknownInstance,
 )
+from agentenv.gateway.gateway import BLOCKING_THREADS
 from agentenv.spec import DataPart, FileContent, FilePart, TextPart, TriggerRegistration
 from agentenv.state import State
+from agentenv.tasks.context import DeployedEnv
 
 
 def _balance(gw: Gateway, account: str, instance: str = DEFAULT_INSTANCE) -> int:
@@ -286,6 +289,95 @@ async def test_a_timed_out_blocking_tool_writes_only_to_its_dropped_fork(tmp_pat
     assert await asyncio.to_thread(module.DONE.wait, 10)
     assert gw.instance().state.hash() == before
     assert gw.instance().state.count("log") == 0
+
+
+HUNG_TOOLS = """
+import threading
+from agentenv import tool
+
+RELEASE = threading.Event()
+WOKEN = threading.Semaphore(0)
+
+
+@tool(blocking=True, timeout=0.01)
+def wedge() -> str:
+    \"\"\"Blocking code that hangs (a stuck network read) until the test lets it go.\"\"\"
+    try:
+        RELEASE.wait(60)
+    finally:
+        WOKEN.release()
+    return "late"
+
+
+@tool(blocking=True, timeout=10)
+def quick() -> str:
+    \"\"\"Blocking, but instant.\"\"\"
+    return "quick"
+"""
+
+
+async def test_hung_blocking_tools_do_not_starve_the_event_loops_executor(tmp_path: Path) -> None:
+    (tmp_path / "hung.py").write_text(textwrap.dedent(HUNG_TOOLS))
+    (tmp_path / "env.yaml").write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\nname: hung\ntools: [{module: hung.py}]\n"
+    )
+    gw = Gateway(Environment.load(tmp_path))
+    module = sys.modules[gw.env.tools["wedge"].source.split(":")[0]]
+    who = Principal("default")
+    # A default executor as small as the hung calls: were they run there, it would starve.
+    hung = 6
+    assert hung < BLOCKING_THREADS
+    loop = asyncio.get_running_loop()
+    default = ThreadPoolExecutor(hung, thread_name_prefix="test-default")
+    loop.set_default_executor(default)
+    calls = 0
+    try:
+        for _ in range(hung):
+            calls += 1
+            out = await gw.call(who, "wedge", {})
+            assert out.error is not None and out.error.kind == "timeout"
+        out = await gw.call(who, "quick", {})
+        assert (out.ok, out.value) == (True, "quick")
+        assert await asyncio.wait_for(loop.getaddrinfo("localhost", 80), 10)
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 10) == "free"
+    finally:
+        module.RELEASE.set()  # the hung threads end; wait for every one of them
+
+        def all_woken() -> bool:
+            return all(module.WOKEN.acquire(timeout=30) for _ in range(calls))
+
+        assert await asyncio.wait_for(asyncio.to_thread(all_woken), 60)
+        default.shutdown(wait=True)
+
+
+async def test_a_call_in_flight_is_not_seen_until_it_commits(gw: Gateway, agent: Principal) -> None:
+    deployed = DeployedEnv("bank", gw.env, gw)
+    before = gw.status()
+    live = gw.instance().state
+    call = asyncio.ensure_future(gw.call(agent, "stall", {}))  # writes, then waits forever
+    for _ in range(1000):  # let the call make its write; no clock involved
+        if live.has("audit", "stall"):
+            break
+        await asyncio.sleep(0)
+    assert live.has("audit", "stall")  # the call's own write, in flight
+
+    snap = deployed.snapshot()
+    assert snap.to_dict()["audit"] == []
+    assert snap.hash() == before.state_hash
+    assert gw.data_get()[0].data["audit"] == []
+    status = gw.status()
+    assert (status.state_hash, status.changelog_id) == (before.state_hash, before.changelog_id)
+    assert live.has("audit", "stall")  # looking did not undo the write
+
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert live.list("audit") == []
+    assert live.hash() == snap.hash() == gw.status().state_hash
+
+    out = await gw.call(agent, "deposit", {"account_id": "a1", "amount": 1})
+    assert deployed.snapshot().hash() == out.state_hash == gw.status().state_hash
+    assert gw.data_get()[0].data["accounts"][0]["balance"] == 101
 
 
 # -- instances -------------------------------------------------------------------------------

@@ -516,6 +516,44 @@ async def test_a_random_every_is_reproducible_with_its_seed(gw: Gateway) -> None
     assert all(timedelta(minutes=10) <= g <= timedelta(minutes=20) for g in gaps)
 
 
+async def test_a_random_every_without_a_seed_is_reproducible(desk: Environment) -> None:
+    async def run() -> tuple:
+        gw = Gateway(desk)
+        await gw.set_clock(SYSTEM, T0)
+        await gw.register_triggers(SYSTEM, reg(counting("jitter", every=["PT1M", "PT10M"])))
+        first_due = info(gw, "jitter").next_due
+        await gw.advance_clock(SYSTEM, timedelta(hours=1))
+        return first_due, info(gw, "jitter").next_due, fire_times(gw, "jitter"), gw.status()
+
+    (due, nxt, times, status), *others = [await run() for _ in range(3)]
+    assert T0 + timedelta(minutes=1) <= due <= T0 + timedelta(minutes=10)
+    assert len(times) >= 6  # an hour of 1 to 10 minute gaps
+    for other in others:
+        assert other[:3] == (due, nxt, times)
+        assert other[3].state_hash == status.state_hash
+
+
+async def test_near_the_end_of_time_relative_triggers_never_come_due(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    end = (await gw.advance_clock(SYSTEM, timedelta.max)).virtual_time  # saturates
+    assert end == datetime.max.replace(tzinfo=UTC)
+    await gw.register_triggers(
+        SYSTEM, reg(timed("later", after="PT2M"), on_create("slow", delay="PT2M"))
+    )
+    assert (info(gw, "later").status, info(gw, "later").next_due) == ("armed", None)
+
+    out = await create(gw, "t2")  # provokes the delayed trigger, whose moment never comes
+    assert out.value["id"] == "t2"
+    assert gw.instance().state.has("tickets", "t2")
+    assert events(gw, "slow") == ["added", "detected", "failed"]
+    failed = gw.triggers_state().log[-1]
+    assert failed.detail == "its delay runs past the end of time"
+
+    await gw.advance_clock(SYSTEM, timedelta(hours=1))
+    assert notes(gw) == []
+    assert (await gw.call(AGENT, "get_ticket", {"id": "t2"})).ok
+
+
 # -- other actions, failures and verify ------------------------------------------------------
 
 
@@ -574,6 +612,43 @@ async def test_verify_that_holds_lets_the_firing_go_on(gw: Gateway) -> None:
     await create(gw, "t2")
     assert notes(gw) == ["n-t2", "second"]
     assert info(gw, "escalate").status == "fired"
+
+
+async def test_a_verify_that_raises_fails_the_firing_not_the_provoking_call(
+    bank_env: Environment,
+) -> None:
+    gw = Gateway(bank_env)
+    missing = {"tool": "get_account", "args": {"account_id": "nope"}, "predicate": {"exists": True}}
+    trigger = {
+        "id": "t1",
+        "when": {"type": "action", "tool": "deposit", "repeat": True},
+        "actions": [
+            {"type": "tool", "tool": "freeze", "args": {"account_id": "a2"}, "verify": missing}
+        ],
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+
+    out = await gw.call(AGENT, "deposit", {"account_id": "a1", "amount": 5})
+    assert (out.ok, out.error) == (True, None)
+    assert out.value == {"id": "a1", "owner": "Ada", "balance": 105}
+    t = info(gw, "t1")
+    assert (t.status, t.fired) == ("armed", 1)  # a repeat trigger stays armed
+    assert t.error is not None and t.error.startswith("actions[0] (tool): ")
+    assert "RecordNotFound" in t.error and "nope" in t.error
+    assert events(gw, "t1") == ["added", "detected", "action_failed", "failed"]
+    record = gw.instance().trajectory[-1]
+    assert (record.kind, record.trigger_id, record.event, record.detail) == (
+        "trigger",
+        "t1",
+        "failed",
+        t.error,
+    )
+
+    out = await gw.call(AGENT, "deposit", {"account_id": "a1", "amount": 5})
+    assert out.ok
+    assert gw.instance().state.get("accounts", "a1")["balance"] == 110
+    assert (info(gw, "t1").status, info(gw, "t1").fired) == ("armed", 2)
+    assert events(gw, "t1")[4:] == ["detected", "action_failed", "failed"]
 
 
 async def test_a_failing_tool_action_fails_the_firing_and_writes_nothing(gw: Gateway) -> None:
@@ -665,6 +740,49 @@ async def test_a_trigger_is_firing_while_its_actions_run_and_the_call_waits(
     assert gw.instance().state.has("log", "gated")
 
 
+async def test_a_cancelled_call_ends_its_firing_and_a_repeat_trigger_fires_again(
+    bank_env: Environment,
+) -> None:
+    waiting = asyncio.Event()
+    sent: list[str] = []
+
+    async def sender(request) -> str:
+        sent.append(request.instruction)
+        if len(sent) == 1:  # the first firing waits for its executor until cancelled
+            waiting.set()
+            await asyncio.Event().wait()
+        return "done"
+
+    gw = Gateway(bank_env, nl_sender=sender)
+    trigger = {
+        "id": "t1",
+        "when": {"type": "action", "tool": "deposit", "repeat": True},
+        "actions": [{"type": "nl", "text": "do it"}],
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+    call = asyncio.ensure_future(gw.call(AGENT, "deposit", {"account_id": "a1", "amount": 5}))
+    await asyncio.wait_for(waiting.wait(), 10)
+    assert info(gw, "t1").status == "firing"
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+    t = info(gw, "t1")
+    assert (t.status, t.fired, t.error) == ("armed", 1, "the firing was cancelled")
+    record = gw.instance().trajectory[-1]
+    assert (record.kind, record.event, record.detail) == (
+        "trigger",
+        "failed",
+        "the firing was cancelled",
+    )
+
+    out = await gw.call(AGENT, "deposit", {"account_id": "a1", "amount": 5})
+    assert out.ok
+    assert sent == ["do it", "do it"]
+    assert (info(gw, "t1").status, info(gw, "t1").fired) == ("armed", 2)
+    assert events(gw, "t1")[-2:] == ["action_ok", "fired"]
+
+
 # -- registration, removal, state ------------------------------------------------------------
 
 
@@ -691,6 +809,21 @@ async def test_an_unknown_watched_tool_fails_the_registration(gw: Gateway) -> No
     ):
         await gw.register_triggers(SYSTEM, reg(bad))
     assert gw.triggers_state().triggers == []
+
+
+@pytest.mark.parametrize("role", ["agnet", "system"])
+async def test_an_action_as_an_unknown_role_fails_the_registration(gw: Gateway, role: str) -> None:
+    bad = on_create("bad", actions=[{**note_action(), "as": role}])
+    with pytest.raises(
+        GatewayError,
+        match=rf"trigger 'bad': actions\[0\]\.as names unknown role '{role}' "
+        r"\(roles: agent, supervisor\)",
+    ) as e:
+        await gw.register_triggers(SYSTEM, reg(on_create("good"), bad))
+    assert e.value.status == 400
+    assert gw.triggers_state().triggers == []
+    await create(gw, "t2")
+    assert notes(gw) == []
 
 
 async def test_registration_is_additive_by_id(gw: Gateway) -> None:
@@ -735,6 +868,17 @@ async def test_remove_and_clear(gw: Gateway) -> None:
         "a",
         "*",
     ]
+
+
+async def test_removing_the_same_id_twice_removes_it_once(gw: Gateway) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create("t", actions=[note_action("by-t")])))
+    await gw.register_triggers(SYSTEM, reg(on_create("u", actions=[note_action("by-u")])))
+    await gw.remove_triggers(SYSTEM, ["t", "t"])
+    assert [t.id for t in gw.triggers_state().triggers] == ["u"]
+    assert events(gw, "t") == ["added", "removed"]
+    await create(gw, "t2")
+    assert notes(gw) == ["by-u"]
+    assert info(gw, "u").fired == 1
 
 
 async def test_the_firing_log_is_numbered_and_stamped(gw: Gateway) -> None:

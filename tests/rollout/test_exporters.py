@@ -254,7 +254,7 @@ def test_a_plugin_exporter_is_found_by_name(
 
 
 def test_exporting_what_is_not_a_run_folder_fails(tmp_path: Path) -> None:
-    with pytest.raises(ExportError, match="not a run folder"):
+    with pytest.raises(ExportError, match="not a rollout folder"):
         export_run(tmp_path, "sft-chat", io.StringIO())
 
 

@@ -29,6 +29,26 @@ def test_the_plan_is_the_product_of_its_parts(bundle: Path) -> None:
     assert [e.repeat for e in episodes[:3]] == [0, 1, 2]
 
 
+def test_a_seed_set_given_twice_is_planned_once(bundle: Path) -> None:
+    once = RolloutPlan.build([bundle], ["oracle"], seeds=[{"counter": "c1"}, {"counter": "c2"}])
+    plan = RolloutPlan.build(
+        [bundle],
+        ["oracle"],
+        seeds=[{"counter": "c1"}, {"counter": "c2"}, {"counter": "c1"}, {"counter": "c2"}],
+    )
+    episodes = list(plan.episodes())
+    assert len(plan) == len(episodes) == 2 * 2
+    assert len({e.id for e in episodes}) == len(episodes)
+    assert plan.seeds == [{"counter": "c1"}, {"counter": "c2"}]  # first-seen order
+    assert [e.id for e in episodes] == [e.id for e in once.episodes()]
+    # the same values in another key order are the same seed set
+    reordered = RolloutPlan.build(
+        [bundle], ["oracle"], seeds=[{"counter": "c1", "n": 1}, {"n": 1, "counter": "c1"}]
+    )
+    assert len(reordered) == 2
+    assert len({e.id for e in reordered.episodes()}) == 2
+
+
 def test_episode_ids_are_stable_and_derived_from_their_inputs(bundle: Path) -> None:
     one = [e.id for e in RolloutPlan.build([bundle], ["oracle"], repeats=2).episodes()]
     two = [e.id for e in RolloutPlan.build([bundle], ["oracle"], repeats=2).episodes()]

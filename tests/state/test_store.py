@@ -444,6 +444,69 @@ def test_restore_is_refused_inside_a_transaction(state: State) -> None:
         state.restore(snap)
 
 
+# -- the committed view ----------------------------------------------------------------------
+
+
+def test_committed_outside_a_transaction_is_the_snapshot(state: State) -> None:
+    committed = state.committed()
+    snap = state.snapshot()
+    assert (committed.hash(), committed.changes, committed.to_dict()) == (
+        snap.hash(),
+        snap.changes,
+        snap.to_dict(),
+    )
+    assert committed.hash() == state.hash()
+
+
+def test_committed_inside_a_transaction_leaves_out_its_writes(state: State) -> None:
+    before = _fingerprint(state)
+    before_dict = state.to_dict()
+    with state.transaction():
+        state.update("tickets", "t1", {"status": "closed"})
+        state.put("tickets", {"id": "t3", "status": "open"})
+        state.delete("tickets", "t2")
+        state.insert("users", {"email": "bob@example.com"})
+        state.add_collection("scratch")
+        state.put("scratch", {"id": "x"})
+        during = _fingerprint(state)
+
+        committed = state.committed()
+        assert _fingerprint(committed.fork()) == before
+        assert committed.to_dict() == before_dict  # record order too
+        assert committed.fork().keys("tickets") == ["t1", "t2"]
+        assert "scratch" not in committed.infos()
+        # The live state, still in its transaction, is untouched by the view.
+        assert _fingerprint(state) == during
+        assert state.in_transaction
+        state.put("tickets", {"id": "t4", "status": "open"})
+    assert state.has("tickets", "t4") and state.has("scratch", "x")
+    assert not state.has("tickets", "t2")
+    assert _fingerprint(committed.fork()) == before  # the view never changes
+
+
+def test_committed_sees_a_finished_inner_transaction_only_with_its_outer_one(
+    state: State,
+) -> None:
+    before = state.hash()
+    with state.transaction():
+        with state.transaction():
+            state.delete("tickets", "t1")
+        assert state.committed().hash() == before  # the outer one may still roll back
+    assert state.committed().hash() == state.hash() != before
+
+
+def test_committed_equals_the_state_after_a_rollback(state: State) -> None:
+    with pytest.raises(Boom), state.transaction():
+        state.update("tickets", "t1", {"status": "closed"})
+        state.delete("tickets", "t2")
+        state.add_collection("scratch")
+        committed = state.committed()
+        raise Boom
+    assert committed.hash() == state.hash()
+    assert committed.changes == state.changes
+    assert committed.to_dict() == state.to_dict()
+
+
 # -- snapshots and forks ---------------------------------------------------------------------
 
 

@@ -91,6 +91,7 @@ async def run(
     *,
     run_dir: Path | None = None,
     env_resolver: Any = None,
+    agent: Any = None,
 ) -> tuple[TaskResult, TaskContext]:
     spec = TaskSpec.model_validate(doc)
     ctx = TaskContext(
@@ -98,7 +99,7 @@ async def run(
         base_dir=base,
         run_dir=run_dir,
         env_resolver=env_resolver,
-        agent_factory=lambda req: make_agent("oracle"),
+        agent_factory=lambda req: agent or make_agent("oracle"),
     )
     return await run_task(spec, ctx), ctx
 
@@ -143,6 +144,68 @@ def test_the_step_catalogue_in_the_docs_matches_the_registry() -> None:
     assert builtins - marked <= {
         n for n in builtins if f"`{n}`" in text.split("## The protocol")[0]
     }
+
+
+# -- deploy_agent -----------------------------------------------------------------------
+
+
+class Depositor:
+    """An agent that notes the tools it is offered and deposits 1 into a1."""
+
+    name = "depositor"
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[str, list[str]]] = []
+
+    async def run_turn(self, turn: Any) -> str:
+        self.turns.append((turn.role, [t.name for t in turn.tools.list_tools()]))
+        out = await turn.tools.call("deposit", {"account_id": "a1", "amount": 1})
+        return f"ok={out.ok}"
+
+
+@pytest.mark.parametrize("role", ["system", "agnet"])
+async def test_deploy_agent_with_a_role_the_env_does_not_declare_fails(
+    base: Path, role: str
+) -> None:
+    agent = Depositor()
+    result, ctx = await run(
+        [
+            DEPLOY,
+            {"id": "agent", "type": "deploy_agent", "agent_name": "a", "role": role},
+            {"id": "ask", "type": "prompt_agent", "prompt": "Deposit 1 into a1."},
+        ],
+        base,
+        agent=agent,
+    )
+    deploy = step(result, "agent")
+    assert deploy.status == "failed"
+    assert deploy.error == (
+        f"role {role!r} is not a role of environment 'bank' (roles: customer, teller)"
+    )
+    assert result.status != "passed"
+    assert "a" not in ctx.agents
+    assert agent.turns == []
+    assert accounts(ctx) == {"a1": 100, "a2": 50}
+
+
+async def test_deploy_agent_binds_the_same_env_once(base: Path) -> None:
+    agent = Depositor()
+    result, ctx = await run(
+        [
+            DEPLOY,
+            {"id": "agent", "type": "deploy_agent", "agent_name": "a", "env_ids": ["bank", "bank"]},
+            {"id": "ask", "type": "prompt_agent", "prompt": "Deposit 1 into a1."},
+        ],
+        base,
+        agent=agent,
+    )
+    assert result.status == "passed", result.error
+    assert ctx.agents["a"].env_ids == ["bank"]
+    ((role, names),) = agent.turns
+    assert role == "customer"
+    assert "deposit" in names and not any("__" in n for n in names)
+    assert ctx.prompts["ask"].response == "ok=True"
+    assert accounts(ctx) == {"a1": 101, "a2": 50}
 
 
 # -- reset_env --------------------------------------------------------------------------

@@ -18,8 +18,8 @@ class OracleAgent:
         """Replay the calls of `turn.solution`."""
         if turn.solution is None:
             raise AgentError(
-                f"the task has no reference solution for prompt {turn.prompt_id!r}; "
-                "add it under `solution:` in the task"
+                f"no reference solution reached the oracle for prompt {turn.prompt_id!r}: "
+                "the task has none under `solution:`, or it was withheld (a2a ...?solution=never)"
             )
         if turn.conversation_turn == 0:  # in a conversation, the work is done on the first
             for call in turn.solution.calls:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agentenv.cli._common import console, fail, load_env, parse_args
+from agentenv.cli._common import console, err_console, fail, load_env, parse_args
 from agentenv.env import Principal
 from agentenv.gateway import Gateway, GatewayError
 from agentenv.serve.card import build_card
@@ -19,6 +19,19 @@ EnvPath = Annotated[Path, typer.Argument(help="Environment document, or the fold
 RoleOpt = Annotated[
     str | None, typer.Option("--role", "-r", help="Act as this role (default: the env's).")
 ]
+
+
+def _principal(gateway: Gateway, role: str | None) -> Principal:
+    """The caller; a role the environment does not declare gets a warning (a typo would
+    otherwise quietly see every tool that declares no roles)."""
+    name = role or gateway.env.default_role
+    if name not in gateway.env.roles:
+        err_console.print(
+            f"[yellow]warning:[/] {gateway.env.name} declares no role {name!r} "
+            f"(roles: {', '.join(gateway.env.roles)})",
+            highlight=False,
+        )
+    return Principal(role=name)
 
 
 def _gateway(path: Path) -> Gateway:
@@ -51,7 +64,7 @@ def card(
 ) -> None:
     """Print the Environment Card (JSON) as a role would see it."""
     gateway = _gateway(path)
-    principal = Principal(role=role or gateway.env.default_role)
+    principal = _principal(gateway, role)
     typer.echo(json.dumps(build_card(gateway, principal).to_json(), indent=2))
 
 
@@ -62,7 +75,7 @@ def tools(
 ) -> None:
     """List the tools a role may call."""
     gateway = _gateway(path)
-    principal = Principal(role=role or gateway.env.default_role)
+    principal = _principal(gateway, role)
     visible = gateway.tools_for(principal)
     if as_json:
         typer.echo(json.dumps([t.info().model_dump(by_alias=True) for t in visible], indent=2))
@@ -96,7 +109,7 @@ def call(
     Exits 1 when the call fails (unknown tool, bad arguments, denied, tool error).
     """
     gateway = _gateway(path)
-    principal = Principal(role=role or gateway.env.default_role)
+    principal = _principal(gateway, role)
     found = gateway.env.tools.get(tool)
     args = parse_args(arg or [], json_args, found.input_schema if found else {})
     result = asyncio.run(gateway.call(principal, tool, args))

@@ -278,7 +278,10 @@ def report(
     """Pass rate, mean score, pass@k and pass^k per agent and per task (docs/metrics.md)."""
     store = RolloutStore(run)
     if not store.exists():
-        fail(f"{run} is not a run folder (no {store.path.name})")
+        fail(
+            f"{run} is not a rollout folder (no {store.path.name}); report and export read what "
+            "`agent-env rollout` writes (`agent-env run` writes one folder per task instead)"
+        )
     with _warnings_to_console():
         metrics = compute_metrics(store.raw_records(), ks=k)
         plan = store.read_plan()

@@ -40,7 +40,14 @@ def _tasks_of(target: str) -> list[Task]:
                 fail(f"bundle {path} has no tasks (tasks/*.json|yaml)")
             return [Task.load(f, bundle=bundle) for f in files]
         if "/" in target:
-            return [Task.get(target)]
+            try:
+                return [Task.get(target)]
+            except TaskNotFound:
+                # A mistyped path looks like a catalog name: say both.
+                fail(
+                    f"no task file, bundle folder or catalog task {target!r} "
+                    "(see `agent-env task list`)"
+                )
         for bundle in iter_bundles():
             if bundle.name == target:
                 return [Task.load(f, bundle=bundle) for f in bundle.task_files()]

@@ -59,6 +59,8 @@ def serve(
             "[yellow]warning:[/] listening beyond loopback with no --token: every request "
             "will be refused (401). Add --token ROLE=SECRET.",
         )
+    if port and not _port_free(host, port):
+        fail(f"port {port} on {host} is in use (pick another with --port)")
     mode = (
         "trusted local (AgentEnv-Role header)"
         if is_loopback(host) and not tokens
@@ -100,3 +102,17 @@ def _send_nl_over_a2a(
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     shown = f"[{shown}]" if ":" in shown else shown
     gateway.nl_sender = a2a_nl_sender(served_gateway_locator(f"http://{shown}:{port}", tokens))
+
+
+def _port_free(host: str, port: int) -> bool:
+    """Whether we can bind the port now (so the banner never announces a failed start)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True

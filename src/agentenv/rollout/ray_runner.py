@@ -33,7 +33,7 @@ IN_FLIGHT_PER_WORKER = 2
 
 
 class RayUnavailable(ImportError):
-    """Ray is not installed."""
+    """Ray is not installed, or the cluster named by --address cannot be reached."""
 
 
 def import_ray() -> Any:
@@ -160,7 +160,13 @@ class RayRunner(BaseRunner):
         kwargs: dict[str, Any] = {"log_to_driver": False, **self.init_kwargs}
         if self.address is None:
             kwargs.setdefault("include_dashboard", False)
-        ray.init(address=self.address, **kwargs)
+        try:
+            ray.init(address=self.address, **kwargs)
+        except ConnectionError as exc:
+            raise RayUnavailable(
+                f"no Ray cluster at address {self.address!r} ({exc}); start one with "
+                "`ray start --head`, or leave out --address for a local one"
+            ) from None
         return True
 
     def _spawn(self, remote_cls: Any) -> Any:

@@ -170,8 +170,9 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     async def triggers_remove(request: Request) -> Response:
         principal = principal_of(request, auth)
         body = await read_model(request, RemoveTriggersBody)
-        await gateway.remove_triggers(principal, body.ids, instance=instance_of(request))
-        return _json({"removed": body.ids})
+        ids = list(dict.fromkeys(body.ids))
+        await gateway.remove_triggers(principal, ids, instance=instance_of(request))
+        return _json({"removed": ids})
 
     @router.post("/triggers/clear", summary="Remove every trigger")
     async def triggers_clear(request: Request) -> Response:

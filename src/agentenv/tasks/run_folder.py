@@ -43,7 +43,7 @@ def write_run_folder(folder: Path, ctx: TaskContext, result: TaskResult) -> Path
     (folder / "task.json").write_text(json.dumps(task, indent=2), encoding="utf-8")
     if ctx.usage:
         (folder / "usage.json").write_text(json.dumps(ctx.usage, indent=2), encoding="utf-8")
-    final = {env_id: d.state.to_dict() for env_id, d in ctx.envs.items()}
+    final = {env_id: d.snapshot().to_dict() for env_id, d in ctx.envs.items()}
     (folder / "final_state.json").write_text(json.dumps(final, indent=2), encoding="utf-8")
     return folder
 

@@ -40,7 +40,10 @@ def export_run(
     (by name or instance) to `out` (a stream, or a path); the number of documents written."""
     store = run if isinstance(run, RolloutStore) else RolloutStore(run)
     if not store.exists():
-        raise ExportError(f"{store.folder} is not a run folder (no {store.path.name})")
+        raise ExportError(
+            f"{store.folder} is not a rollout folder (no {store.path.name}); report and export read what "
+            "`agent-env rollout` writes (`agent-env run` writes one folder per task instead)"
+        )
     chosen = get_exporter(exporter) if isinstance(exporter, str) else exporter
     keep = where or ExportFilter()
     return chosen.write((r for r in store.records() if keep(r)), out)

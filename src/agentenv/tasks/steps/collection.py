@@ -105,11 +105,11 @@ class CollectArtifacts(Step):
         files: list[str] = []
 
         if "state" in kinds:
-            states = {d.env_id: d.state.to_dict() for d in envs}
+            states = {d.env_id: d.snapshot().to_dict() for d in envs}
             collected["state"] = states
             summary["state"] = {
                 d.env_id: {
-                    "state_hash": d.state.hash(),
+                    "state_hash": d.snapshot().hash(),
                     "records": {c: len(rows) for c, rows in states[d.env_id].items()},
                 }
                 for d in envs

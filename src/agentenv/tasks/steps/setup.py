@@ -61,7 +61,7 @@ class ResetEnv(Step):
             await deployed.gateway.restore(SYSTEM, deployed.env.seed, instance=deployed.instance)
         except GatewayError as exc:
             raise StepError(f"env {deployed.env_id!r}: {exc}") from None
-        return {"env_id": deployed.env_id, "state_hash": deployed.state.hash()}
+        return {"env_id": deployed.env_id, "state_hash": deployed.snapshot().hash()}
 
 
 # -- load_artifact ----------------------------------------------------------------------
@@ -182,7 +182,7 @@ class LoadArtifact(Step):
             "records": written,
             "collections": counts,
             "parts": len(parts),
-            "state_hash": deployed.state.hash(),
+            "state_hash": deployed.snapshot().hash(),
         }
 
 
