@@ -260,3 +260,32 @@ def test_access_control_from_rules_and_the_rules_view() -> None:
     view = access.rules()
     view["agent"]["get_ticket"] = True  # a copy: changing it changes nothing
     assert not access.allowed("agent", tools["get_ticket"])
+
+
+async def test_a_role_the_environment_does_not_declare_gets_nothing() -> None:
+    gw = Gateway(make_env())
+    stranger = Principal("agnet")  # a typo of "agent"
+    assert names(gw, stranger) == []
+    before = gw.instance().state.hash()
+    result = await gw.call(stranger, "get_ticket", {"id": "t1"})
+    assert result.denied
+    assert result.error is not None and "unknown role 'agnet'" in result.error.message
+    assert gw.instance().state.hash() == before
+    assert gw.instance().trajectory[-1].denied
+
+
+async def test_an_environment_that_declares_no_roles_serves_any_role_name() -> None:
+    spec = parse_environment_spec(
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": "open",
+            "state": {"notes": {"key": "id"}},
+            "seed": {"notes": [{"id": "n1"}]},
+            "tools": [{"name": "get_note", "crud": {"collection": "notes", "op": "get"}}],
+        }
+    )
+    gw = Gateway(Environment.from_spec(spec))
+    anyone = Principal("whoever")
+    assert names(gw, anyone) == ["get_note"]
+    assert (await gw.call(anyone, "get_note", {"id": "n1"})).ok

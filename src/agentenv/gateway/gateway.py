@@ -66,6 +66,7 @@ class Gateway(ControlPlane):
         self.env = env
         self.nl_sender: NlSender = nl_sender or no_nl_sender
         self._roles = frozenset(env.roles)
+        self._open_roles = env.roles == ("default",)
         self._instances: dict[str, Instance] = {}
         self._firer = Firer(self)
         self.create_instance(DEFAULT_INSTANCE)
@@ -129,7 +130,14 @@ class Gateway(ControlPlane):
         tools = list(self.env.tools.values())
         if inst.clock.armed and GET_TIME.name not in self.env.tools:
             tools.append(GET_TIME)
+        if not self._role_known(principal.role):
+            return []
         return [t for t in tools if inst.access.allowed(principal.role, t)]
+
+    def _role_known(self, role: str) -> bool:
+        # An environment that declares its roles serves only those (and the system);
+        # one that declares none (the implicit `default`) serves any role name.
+        return self._open_roles or role in self._roles or role == SYSTEM.role
 
     def list_tools(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[ToolInfo]:
         """`tools/list` for a principal: only what its role may call."""
@@ -186,6 +194,10 @@ class Gateway(ControlPlane):
         denied = False
         if tool is None:
             problem = _Problem("unknown_tool", f"unknown tool {name!r}")
+        elif not self._role_known(principal.role):
+            denied = True
+            known = ", ".join(self.env.roles)
+            problem = _Problem("denied", f"unknown role {principal.role!r} (roles: {known})")
         elif not inst.access.allowed(principal.role, tool):
             denied = True
             problem = _Problem("denied", f"role {principal.role!r} may not call {name!r}")
