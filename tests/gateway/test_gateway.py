@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,7 +22,14 @@ from agentenv.gateway import (
     UnknownInstance,
 )
 from agentenv.gateway.gateway import BLOCKING_THREADS
-from agentenv.spec import DataPart, FileContent, FilePart, TextPart, TriggerRegistration
+from agentenv.spec import (
+    DataPart,
+    FileContent,
+    FilePart,
+    TextPart,
+    TriggerRegistration,
+    parse_environment_spec,
+)
 from agentenv.state import State
 from agentenv.tasks.context import DeployedEnv
 
@@ -578,3 +586,52 @@ async def test_data_plane_is_per_instance(gw: Gateway) -> None:
     await gw.data_reset(SYSTEM, instance="b")
     assert gw.instance("b").state.count("accounts") == 0
     assert gw.instance().state.count("accounts") == 3
+
+
+async def test_when_every_blocking_thread_is_stuck_new_blocking_calls_are_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from agentenv.env.tool import Tool, tool
+    from agentenv.gateway import gateway as gateway_module
+
+    release = threading.Event()
+
+    @tool(blocking=True, timeout=0.05, kind="read")
+    def hang() -> str:
+        """Wait until the test lets go."""
+        release.wait(10)
+        return "done"
+
+    @tool(blocking=True, kind="read")
+    def quick() -> str:
+        """Answer at once."""
+        return "quick"
+
+    spec = parse_environment_spec(
+        {"apiVersion": "agentenv/v1", "kind": "Environment", "name": "stuck"}
+    )
+    env = replace(
+        Environment.from_spec(spec),
+        tools={"hang": Tool.from_function(hang), "quick": Tool.from_function(quick)},
+    )
+    gw = Gateway(env)
+    who = Principal("default")
+    monkeypatch.setattr(gateway_module, "BLOCKING_THREADS", 2)
+    try:
+        for _ in range(2):
+            assert (await gw.call(who, "hang", {})).error.kind == "timeout"
+        refused = await gw.call(who, "quick", {})
+        assert refused.error is not None and refused.error.kind == "tool_error"
+        assert "threads for blocking tools are still running calls that timed out" in (
+            refused.error.message
+        )
+    finally:
+        release.set()
+    for _ in range(200):  # the stuck threads end and are no longer counted
+        if gateway_module._stuck.count == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert gateway_module._stuck.count == 0
+    assert (await gw.call(who, "quick", {})).value == "quick"

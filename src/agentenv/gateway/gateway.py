@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -289,11 +291,20 @@ class Gateway(ControlPlane):
         worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
         # Our own pool, not the loop's default one: a tool that hangs past its timeout
         # keeps its thread, and must not starve DNS lookups or other libraries' work.
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(
-            _blocking_pool(), functools.partial(tool.invoke, worker, values)
-        )
-        value = await (asyncio.wait_for(work, tool.timeout) if tool.timeout else work)
+        if _stuck.count >= BLOCKING_THREADS:
+            raise ToolError(
+                f"all {BLOCKING_THREADS} threads for blocking tools are still running calls "
+                "that timed out; this call was not started"
+            )
+        call = _StuckWatch(functools.partial(tool.invoke, worker, values))
+        work = asyncio.get_running_loop().run_in_executor(_blocking_pool(), call.run)
+        try:
+            value = await (
+                asyncio.wait_for(asyncio.shield(work), tool.timeout) if tool.timeout else work
+            )
+        except TimeoutError:
+            call.abandon()  # its thread runs on; counted until it ends
+            raise
         _merge(ctx.state, fork)
         ctx.spent += worker.spent
         return value
@@ -355,6 +366,43 @@ def _merge(state: State, fork: State) -> None:
 
 
 _POOL: ThreadPoolExecutor | None = None
+
+
+class _Stuck:
+    """How many pool threads still run calls that already timed out (any thread, any loop)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+
+_stuck = _Stuck()
+
+
+class _StuckWatch:
+    """Runs one blocking call; once abandoned (timed out), it counts as stuck until it ends."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.finished = False
+        self.abandoned = False
+
+    def run(self) -> Any:
+        try:
+            return self.fn()
+        finally:
+            with _stuck.lock:
+                self.finished = True
+                if self.abandoned:
+                    _stuck.count -= 1
+
+    def abandon(self) -> None:
+        with _stuck.lock:
+            if not self.finished and not self.abandoned:
+                self.abandoned = True
+                _stuck.count += 1
+
+
 BLOCKING_THREADS = 32
 """Threads for `blocking=True` tools, shared by every gateway of the process."""
 
