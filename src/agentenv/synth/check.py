@@ -13,14 +13,11 @@ environment should keep are checked on each call:
 * `schema_mismatch`: arguments valid per the input schema are not refused as invalid.
 * `schema`: after the call, every added or changed record satisfies its collection schema.
 * `read_wrote`: a `read` tool leaves the state hash unchanged.
-* `nondeterministic`: the same call on two fresh instances gives the same result text
-  and the same state hash.
-* `role`: for each role, a tool in that role's tool list is not refused, and one that is
-  not in it is refused (`denied`).
+* `nondeterministic`: the same call on two fresh instances gives the same result and hash.
+* `role`: each role may call what its tool list shows, and is `denied` what it does not.
 
-A read tool that tries to write is refused by the gateway (the state is untouched): that
-is counted as a `tool_error` and named in the report's warnings, not a violation.
-The report (`CheckReport` and the models in it) is defined in `check_report.py`.
+A read tool that tries to write is refused by the gateway (the state is untouched): a
+`tool_error` named in the warnings, not a violation. The report models: check_report.py.
 """
 
 from __future__ import annotations

@@ -72,8 +72,9 @@ class Exporter(ABC):
         return {}
 
     def documents(self, record: EpisodeRecord) -> Iterator[dict[str, Any]]:
-        """The JSON documents (lines) for one record (line formats)."""
-        raise NotImplementedError
+        """The JSON documents (lines) for one record (line formats override this; binary
+        formats override `write` instead)."""
+        raise ExportError(f"{self.name}: a binary format has no JSON lines; use write()")
 
     def write(self, records: Iterable[EpisodeRecord], out: IO[str] | Path) -> int:
         """Write every record's documents; the number written."""
