@@ -116,7 +116,8 @@ def _timeline(agent_label: str, task: Task, ctx: TaskContext, result: TaskResult
                 highlight=False,
             )
     if result.score is None:
-        console.print(f"status {result.status} (no verifier)", highlight=False)
+        why = "its verifiers did not run" if result.status == "error" else "no verifier"
+        console.print(f"status {result.status} ({why})", highlight=False)
     else:
         parts = ", ".join(
             f"{escape(_step_type(result, sid))} {s.score:.2f}" for sid, s in result.scores.items()
