@@ -206,3 +206,17 @@ def parse_checks(
                 f"got {type(item).__name__}"
             )
     return out
+
+
+def key_discriminator(
+    tags: Mapping[str, str], classes: Mapping[type, str]
+) -> Callable[[Any], str | None]:
+    """A pydantic Discriminator function for check lists where a check's kind is given by
+    which key it has (`contains:`, `called:` ...), or by its class when already built."""
+
+    def which(value: Any) -> str | None:
+        if isinstance(value, Mapping):
+            return next((tags[k] for k in value if k in tags), None)
+        return classes.get(type(value))
+
+    return which

@@ -35,6 +35,7 @@ from agentenv.grading.checklist import (
     NamedFn,
     checklist_score,
     json_equal,
+    key_discriminator,
     lookup,
     parse_checks,
     short,
@@ -180,10 +181,7 @@ _CLASSES = {
 }
 
 
-def _which(value: Any) -> str | None:
-    if isinstance(value, Mapping):
-        return next((_TAGS[k] for k in value if k in _TAGS), None)
-    return _CLASSES.get(type(value))
+_which = key_discriminator(_TAGS, _CLASSES)
 
 
 ResponseCheck = Annotated[

@@ -36,6 +36,7 @@ from agentenv.grading.checklist import (
     CheckResult,
     NamedFn,
     checklist_score,
+    key_discriminator,
     parse_checks,
     short,
     subset_match,
@@ -261,10 +262,7 @@ _CLASSES = {
 }
 
 
-def _which(value: Any) -> str | None:
-    if isinstance(value, Mapping):
-        return next((_TAGS[k] for k in value if k in _TAGS), None)
-    return _CLASSES.get(type(value))
+_which = key_discriminator(_TAGS, _CLASSES)
 
 
 TrajectoryCheck = Annotated[

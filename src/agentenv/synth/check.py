@@ -23,10 +23,8 @@ A read tool that tries to write is refused by the gateway (the state is untouche
 from __future__ import annotations
 
 import asyncio
-import builtins
 import copy
 import random
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +48,8 @@ from agentenv.synth.check_report import (
     Violation,
     ViolationKind,
     _summarise,
+    crash_name,
+    signature,
 )
 
 DEFAULT_CALLS = 20
@@ -65,29 +65,10 @@ _INVALID_WHAT = {
     OUT_OF_RANGE: "a value outside the declared minimum, maximum or enum",
 }
 _NOT_RUN = ("invalid_arguments", "denied", "unknown_tool")
-_EXCEPTIONS = {
-    name
-    for name, obj in vars(builtins).items()
-    if isinstance(obj, type) and issubclass(obj, BaseException) and not name.endswith("Warning")
-}
 
 
 class CheckError(ValueError):
     """The check cannot run as asked (a knob out of range, an unknown role or tool)."""
-
-
-def crash_name(message: str) -> str | None:
-    """The exception name if a tool error reads like the gateway's `ExcType: msg` form of an
-    exception other than ToolError (a crash), else None."""
-    match = re.match(r"([A-Za-z_][\w.]*): ", message)
-    if match is None:
-        return None
-    name = match.group(1).rsplit(".", 1)[-1]
-    if name == "ToolError" or name.endswith("Warning"):
-        return None
-    if name in _EXCEPTIONS or re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", name):
-        return name
-    return None
 
 
 @dataclass
@@ -126,11 +107,6 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _signature(kind: str, message: str) -> tuple[str, str]:
-    """Violations that differ only in quoted values or numbers are one violation."""
-    return kind, re.sub(r"'[^']*(?:'|$)|\"[^\"]*(?:\"|$)|\d+", "_", message)[:120]
-
-
 class _ToolRun:
     """Counts and violations of one tool while its cases run."""
 
@@ -162,7 +138,7 @@ class _ToolRun:
                 self.first_error = run.outcome
 
     def violate(self, kind: ViolationKind, message: str, call: CheckCall) -> None:
-        key = (*_signature(kind, message), call.role if kind == "role" else "")
+        key = (*signature(kind, message), call.role if kind == "role" else "")
         found = self._seen.get(key)
         if found is not None:
             found.count += 1

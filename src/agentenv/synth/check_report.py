@@ -9,7 +9,9 @@ report is JSON as it is.
 
 from __future__ import annotations
 
+import builtins
 import json
+import re
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -120,3 +122,31 @@ def _summarise(report: CheckReport) -> None:
             "no call of any tool succeeded: the check found no crash, but it saw nothing "
             "work either (look at the seed data and the tools' errors)",
         )
+
+
+# -- what counts as a crash, and when two violations are one --------------------------
+
+_EXCEPTIONS = {
+    name
+    for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException) and not name.endswith("Warning")
+}
+
+
+def crash_name(message: str) -> str | None:
+    """The exception name if a tool error reads like the gateway's `ExcType: msg` form of an
+    exception other than ToolError (a crash), else None."""
+    match = re.match(r"([A-Za-z_][\w.]*): ", message)
+    if match is None:
+        return None
+    name = match.group(1).rsplit(".", 1)[-1]
+    if name == "ToolError" or name.endswith("Warning"):
+        return None
+    if name in _EXCEPTIONS or re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", name):
+        return name
+    return None
+
+
+def signature(kind: str, message: str) -> tuple[str, str]:
+    """Violations that differ only in quoted values or numbers are one violation."""
+    return kind, re.sub(r"'[^']*(?:'|$)|\"[^\"]*(?:\"|$)|\d+", "_", message)[:120]
