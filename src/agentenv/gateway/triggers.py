@@ -38,6 +38,9 @@ from agentenv.spec.triggers import (
 from agentenv.state._canonical import digest
 
 TriggerStatus = Literal["armed", "firing", "queued", "fired", "failed"]
+
+SUPPORTED_TRIGGER_FEATURES: tuple[str, ...] = ()
+"""The triggers/v1 features (upstream's names) this engine honours; the card declares them."""
 MAX_CATCH_UP = 1000  # occurrences of one `every` trigger fired by a single clock jump
 
 
