@@ -158,15 +158,27 @@ async def test_the_card_declares_the_extensions_and_where_to_send() -> None:
         await server.stop()
     assert raw["name"] == "note-taker"
     assert raw["version"]
-    assert [i["url"] for i in raw["supportedInterfaces"]] == [
-        server.url + JSONRPC_PATH,
-        server.url + "/a2a/rest",
+    interfaces = [
+        (i["url"], i["protocolBinding"], i["protocolVersion"]) for i in raw["supportedInterfaces"]
     ]
-    assert [i["protocolBinding"] for i in raw["supportedInterfaces"]] == ["JSONRPC", "HTTP+JSON"]
+    assert interfaces == [
+        (server.url + JSONRPC_PATH, "JSONRPC", "1.0"),
+        (server.url + "/a2a/rest", "HTTP+JSON", "1.0"),
+        (server.url + "/a2a", "JSONRPC", "0.3"),  # A2A 0.3 clients, upstream's task runner
+        (server.url + "/a2a/rest", "HTTP+JSON", "0.3"),
+    ]
+    # The 0.3 card fields, for clients that read only those.
+    assert (raw["url"], raw["preferredTransport"]) == (server.url + "/a2a", "JSONRPC")
     uris = [e.uri for e in card.capabilities.extensions]
-    assert uris == [MCP_CONFIG_URI, TRAJECTORY_URI, PEER_AGENTS_URI]
+    assert uris == [MCP_CONFIG_URI, PEER_AGENTS_URI, TRAJECTORY_URI]
     mcp = raw["capabilities"]["extensions"][0]
-    assert mcp["required"] is True  # no environment of its own: the client must send one
+    # Upstream's layout: an endpoint and its methods; our per-message form rides along.
+    assert mcp["params"]["endpoint"] == "/ext/mcp-config"
+    assert mcp["params"]["methods"]["add"] == {
+        "method": "POST",
+        "request": {"required": ["url"], "optional": ["headers", "name"]},
+    }
+    assert mcp["params"]["methods"]["list"]["method"] == "GET"
     assert set(mcp["params"]["value"]) == {"url", "token", "role", "env_id"}
 
 

@@ -43,13 +43,15 @@ class McpConfig:
     `url` is the MCP endpoint (`http://host:port/mcp` or `.../instances/{id}/mcp`).
     With `token`, calls carry `Authorization: Bearer <token>` and the server takes the
     role from it; without, they carry `AgentEnv-Role: <role>` (honoured only by a server
-    in trusted local mode).
+    in trusted local mode). `headers` are sent as they are on every request (upstream's
+    mcp-config `add` carries its credentials this way); the token and role win over them.
     """
 
     url: str
     token: str | None = None
     role: str | None = None
     env_id: str | None = None
+    headers_extra: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
@@ -100,7 +102,7 @@ class McpConfig:
 
     def headers(self, session: str | None) -> dict[str, str]:
         """The HTTP headers every MCP request to this server carries."""
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = dict(self.headers_extra)
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         elif self.role:

@@ -34,7 +34,6 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
-    AgentExtension,
     AgentInterface,
     AgentSkill,
     Task,
@@ -42,6 +41,7 @@ from a2a.types import (
     TaskStatus,
 )
 from a2a.utils import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -49,12 +49,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agentenv import __version__
-from agentenv.agents.a2a import (
-    MCP_CONFIG_URI,
-    PEER_AGENTS_URI,
-    SOLUTION_URI,
-    TRAJECTORY_URI,
-)
+from agentenv.agents.a2a.extensions import AgentSetup, card_extensions, extension_routes
 from agentenv.agents.a2a.mcp_tools import (
     DEFAULT_TIMEOUT,
     McpConfig,
@@ -68,6 +63,8 @@ from agentenv.agents.base import Agent, AgentError
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PREFIX = "/a2a/rest"
+LEGACY_JSONRPC_PATH = "/a2a"  # where upstream's agents (and task runner) speak JSON-RPC 0.3
+LEGACY_CARD_PATH = "/.well-known/agent.json"  # the card's pre-0.3 address, still asked for
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +89,9 @@ class AgentTurnExecutor(AgentExecutor):
         defaults: list[McpConfig] | None = None,
         mcp_timeout: float = DEFAULT_TIMEOUT,
         turn_timeout: float | None = None,
+        setup: AgentSetup | None = None,
     ) -> None:
+        self.setup = setup or AgentSetup()
         self._make: Callable[[], Agent] = (
             (lambda: agent) if hasattr(agent, "run_turn") else agent  # type: ignore[assignment,return-value]
         )
@@ -121,8 +120,9 @@ class AgentTurnExecutor(AgentExecutor):
                 get_text_parts(message.parts),
                 metadata,
                 task_id=task.id,
-                defaults=self.defaults,
+                defaults=self.setup.configs() or self.defaults,
             )
+            request.peers = {**self.setup.peer_urls(), **request.peers}
             response, calls = await self._run(request)
         except (BadRequest, _TurnFailed) as exc:
             await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
@@ -131,13 +131,13 @@ class AgentTurnExecutor(AgentExecutor):
             log.exception("the agent failed on task %s", task.id)
             await updater.failed(updater.new_agent_message([new_text_part(describe(exc))]))
             return
+        trajectory = {"prompt_id": request.prompt_id, "calls": calls}
+        self.setup.keep_trajectory(task.id, trajectory)
         await updater.add_artifact([new_text_part(response)], name="response")
         if calls:
-            await updater.add_artifact(
-                [new_data_part({"prompt_id": request.prompt_id, "calls": calls})],
-                name="trajectory",
-            )
-        await updater.complete()
+            await updater.add_artifact([new_data_part(trajectory)], name="trajectory")
+        # The answer is also the final status message: where upstream's task runner reads it.
+        await updater.complete(updater.new_agent_message([new_text_part(response)]))
 
     async def _run(self, request: TurnRequest) -> tuple[str, list[dict[str, Any]]]:
         agent = self._make()
@@ -177,66 +177,6 @@ class AgentTurnExecutor(AgentExecutor):
 # -- the card and the app -------------------------------------------------------------------
 
 
-def _extensions(solution: bool, default_env: bool) -> list[AgentExtension]:
-    out = [
-        AgentExtension(
-            uri=MCP_CONFIG_URI,
-            description=(
-                "Where this agent acts: send the MCP endpoint of the environment instance, "
-                "the credential to use and the role, in the message metadata under this "
-                "URI. Its tool calls go there and nowhere else."
-            ),
-            required=not default_env,
-            params={
-                "metadata_key": MCP_CONFIG_URI,
-                "value": {
-                    "url": "MCP endpoint (Streamable HTTP), e.g. http://127.0.0.1:8765/mcp "
-                    "or .../instances/{id}/mcp",
-                    "token": "bearer token; the server takes the role from it",
-                    "role": "the role to act as (sent as AgentEnv-Role when no token)",
-                    "env_id": "the environment's name in the task",
-                },
-                "many": "a list of such objects for several environments; tools are then "
-                "named <env_id>__<tool>",
-                "has_default": default_env,
-            },
-        ),
-        AgentExtension(
-            uri=TRAJECTORY_URI,
-            description=(
-                "Every tool call carries the request's prompt_id as its session "
-                "(AgentEnv-Session), so the environment's trajectory joins on it; the "
-                "completed task also holds the agent's own log of its calls."
-            ),
-            required=False,
-            params={
-                "metadata_key": "prompt_id",
-                "session_header": "AgentEnv-Session",
-                "artifact": "trajectory",
-            },
-        ),
-        AgentExtension(
-            uri=PEER_AGENTS_URI,
-            description="Other agents this one may address over A2A, by name.",
-            required=False,
-            params={"metadata_key": PEER_AGENTS_URI, "value": "{name: A2A base URL}"},
-        ),
-    ]
-    if solution:
-        out.append(
-            AgentExtension(
-                uri=SOLUTION_URI,
-                description=(
-                    "This agent replays the task's reference solution for the prompt: send it "
-                    "as JSON text {calls: [{tool, args, env_id?}], response} under 'solution'."
-                ),
-                required=True,
-                params={"metadata_key": "solution", "encoding": "JSON text"},
-            )
-        )
-    return out
-
-
 def build_agent_card(
     base_url: str,
     *,
@@ -264,9 +204,22 @@ def build_agent_card(
                 protocol_binding=TransportProtocol.HTTP_JSON,
                 protocol_version="1.0",
             ),
+            # A2A 0.3 clients read the first of these as the card's `url`; upstream's
+            # task runner posts JSON-RPC to `<base>/a2a` whatever the card says.
+            AgentInterface(
+                url=base + LEGACY_JSONRPC_PATH,
+                protocol_binding=TransportProtocol.JSONRPC,
+                protocol_version=PROTOCOL_VERSION_0_3,
+            ),
+            AgentInterface(
+                url=base + REST_PREFIX,
+                protocol_binding=TransportProtocol.HTTP_JSON,
+                protocol_version=PROTOCOL_VERSION_0_3,
+            ),
         ],
         capabilities=AgentCapabilities(
-            streaming=True, extensions=_extensions(solution, default_env)
+            streaming=True,
+            extensions=card_extensions(solution=solution, default_env=default_env),
         ),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain", "application/json"],
@@ -317,9 +270,14 @@ def create_a2a_app(
             default_env=bool(defaults),
         )
 
+    setup = AgentSetup()
     handler = DefaultRequestHandler(
         agent_executor=AgentTurnExecutor(
-            agent, defaults=defaults, mcp_timeout=mcp_timeout, turn_timeout=turn_timeout
+            agent,
+            defaults=defaults,
+            mcp_timeout=mcp_timeout,
+            turn_timeout=turn_timeout,
+            setup=setup,
         ),
         task_store=InMemoryTaskStore(),
         agent_card=card_for(public_url or "http://127.0.0.1"),
@@ -339,8 +297,12 @@ def create_a2a_app(
     return Starlette(
         routes=[
             Route(AGENT_CARD_WELL_KNOWN_PATH, agent_card, methods=["GET"]),
-            *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH),
-            *create_rest_routes(handler, path_prefix=REST_PREFIX),
+            Route(LEGACY_CARD_PATH, agent_card, methods=["GET"]),
+            # Each JSON-RPC endpoint answers both A2A 1.0 and 0.3 method names.
+            *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True),
+            *create_jsonrpc_routes(handler, rpc_url=LEGACY_JSONRPC_PATH, enable_v0_3_compat=True),
+            *create_rest_routes(handler, path_prefix=REST_PREFIX, enable_v0_3_compat=True),
+            *extension_routes(setup),
         ],
         lifespan=lifespan,
     )
