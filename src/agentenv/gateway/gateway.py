@@ -260,6 +260,7 @@ class Gateway(ControlPlane):
             denied=denied,
             state_hash=state.hash(),
             changelog_id=state.changes,
+            changelog_id_before=before if ran else None,  # the write window of GET /changes
             duration_ms=(perf_counter() - started) * 1000,
             trigger_id=trigger_id,
         )

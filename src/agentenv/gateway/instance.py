@@ -39,9 +39,11 @@ class Instance:
     ) -> Instance:
         """A fresh instance forked from the environment's seeded snapshot (triggers are
         registered by the gateway, which checks them against the tools)."""
+        state = snapshot.fork() if snapshot is not None else env.new_state()
+        state.keep_changelog()  # what GET /changes serves (seeding is not in it)
         return cls(
             id=instance_id,
-            state=snapshot.fork() if snapshot is not None else env.new_state(),
+            state=state,
             clock=VirtualClock.from_spec(env.clock),
             access=AccessControl(env.access),
             triggers=TriggerEngine(),

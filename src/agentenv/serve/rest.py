@@ -38,6 +38,7 @@ from agentenv.serve._http import (
     read_model,
 )
 from agentenv.serve.card import build_card
+from agentenv.serve.history import history_router
 from agentenv.spec.card import Interface
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import (
@@ -207,11 +208,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     async def tools_enable(request: Request) -> Response:
         return await _access(request, "enable")
 
-    @router.get("/trajectory", summary="Trajectory as JSONL (?since=N)")
-    async def trajectory(request: Request, since: int = 0) -> Response:
-        principal_of(request, auth)
-        inst = gateway.instance(instance_of(request))
-        return Response(inst.trajectory.to_jsonl(max(since, 0)), media_type="application/x-ndjson")
+    router.include_router(history_router(gateway, auth))  # /trajectory, /changes
 
     @router.get("/state", summary="Servers, tools, changelog id, role rules")
     async def state(request: Request) -> Response:

@@ -25,6 +25,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from agentenv.state._canonical import canonical_json, combine, copy_json, digest
+from agentenv.state.changelog import DEFAULT_CAP, Changelog
 from agentenv.state.errors import (
     RecordExists,
     RecordInvalid,
@@ -131,7 +132,7 @@ class State:
     hash current. Wrap a group of writes in `transaction()` to make it all-or-nothing.
     """
 
-    __slots__ = ("_changes", "_hash", "_owned", "_tables", "_undo")
+    __slots__ = ("_changelog", "_changes", "_hash", "_owned", "_tables", "_undo")
 
     def __init__(self, collections: Mapping[str, CollectionInfo | str] | None = None) -> None:
         self._tables: dict[str, _Table] = {}
@@ -139,6 +140,7 @@ class State:
         self._undo: list[tuple[Any, ...]] | None = None
         self._changes = 0
         self._hash: str | None = None
+        self._changelog: Changelog | None = None
         for name, info in (collections or {}).items():
             self.add_collection(name, info)
 
@@ -224,6 +226,21 @@ class State:
         """How many writes this state has seen: the changelog id of the protocol."""
         return self._changes
 
+    @property
+    def changelog(self) -> Changelog | None:
+        """The committed writes of this state since `keep_changelog`, or None."""
+        return self._changelog
+
+    def keep_changelog(self, cap: int = DEFAULT_CAP) -> Changelog:
+        """Start keeping a changelog of committed writes (its newest `cap` rows).
+
+        Forks and snapshots do not inherit it: a fork's writes are its own, and a fork
+        merged back is written again, and logged, by the state it merges into.
+        """
+        if self._changelog is None:
+            self._changelog = Changelog(cap, start=self._changes)
+        return self._changelog
+
     def hash(self) -> str:
         """The canonical hash: equal states have equal hashes in any process.
 
@@ -304,6 +321,9 @@ class State:
         except BaseException:
             self._rollback(mark)
             raise
+        else:
+            if outer and self._changelog is not None and self._undo:
+                self._changelog.commit(self._changes, self._undo, self._current, _MISSING)
         finally:
             if outer:
                 self._undo = None
@@ -341,6 +361,8 @@ class State:
         self._owned = set()
         self._hash = None
         self._changes = snapshot.changes
+        if self._changelog is not None:
+            self._changelog.rewind(snapshot.changes)
 
     def fork(self) -> State:
         """An independent state equal to this one; unchanged data stays shared."""
@@ -418,6 +440,20 @@ class State:
     def _log(self, entry: tuple[Any, ...]) -> None:
         if self._undo is not None:
             self._undo.append(entry)
+        elif self._changelog is not None and entry[0] == "row":
+            _, collection, key, old, _digest, *rest = entry
+            self._changelog.record(
+                self._changes,
+                collection,
+                key,
+                None if old is _MISSING else old,
+                None if rest else self._current(collection, key),
+                deleted=bool(rest),
+            )
+
+    def _current(self, collection: str, key: str) -> Record | None:
+        table = self._tables.get(collection)
+        return None if table is None else table.records.get(key)
 
     def _rollback(self, mark: int) -> None:
         undo = self._undo
