@@ -521,18 +521,19 @@ def check(doc: Any) -> str:
 
 def test_an_unknown_step_type_lists_the_known_ones() -> None:
     message = check([{"id": "x", "type": "no_such_step"}])
-    assert message.startswith("steps[0] ('x').type: unknown step type 'no_such_step'")
+    assert message.startswith("steps[0].type: unknown step type 'no_such_step'")
+    assert message.endswith("(step 'x')")
     assert "deploy_env" in message and "prompt_agent" in message and "record" in message
 
 
 def test_an_unknown_field_is_named() -> None:
     message = check([{"id": "d", "type": "deploy_env", "env_id": "e", "env": "x", "bogus": 1}])
-    assert message == "steps[0] ('d').bogus: unknown field"
+    assert message == "steps[0].bogus: unknown field (step 'd')"
 
 
 def test_a_missing_field_is_named() -> None:
-    message = check([{"id": "d", "type": "deploy_env", "env_id": "e"}])
-    assert message.startswith("steps[0] ('d').env:")
+    message = check([{"id": "d", "type": "deploy_env"}])
+    assert message.startswith("steps[0].env_id: Field required")
 
 
 def test_a_forward_reference_is_an_error() -> None:
@@ -543,8 +544,8 @@ def test_a_forward_reference_is_an_error() -> None:
         ]
     )
     assert message == (
-        "steps[0] ('a').depends_on[0].task_step_id: 'b' is not an earlier step "
-        "(forward reference or cycle)"
+        "steps[0].depends_on[0].task_step_id: 'b' is not an earlier step "
+        "(forward reference or cycle) (step 'a')"
     )
 
 
@@ -555,12 +556,12 @@ def test_a_missing_dependency_is_an_error() -> None:
             {"id": "b", "type": "record", "depends_on": [{"task_step_id": "ghost"}]},
         ]
     )
-    assert message == "steps[1] ('b').depends_on[0].task_step_id: no step 'ghost'"
+    assert message == "steps[1].depends_on[0].task_step_id: no step 'ghost' (step 'b')"
 
 
 def test_a_duplicate_id_is_an_error() -> None:
     message = check([{"id": "a", "type": "record"}, {"id": "a", "type": "record"}])
-    assert message == "steps[1] ('a').id: a second step with id 'a'"
+    assert message == "steps[1].id: a second step with id 'a' (step 'a')"
 
 
 @pytest.mark.parametrize("retry", [{"retry_from_step_id": "later"}, {"go_to_step_id": "nowhere"}])
@@ -573,8 +574,8 @@ def test_a_bad_retry_target_is_an_error(retry: dict[str, str]) -> None:
     )
     target = next(iter(retry.values()))
     assert (
-        message
-        == f"steps[0] ('a').retry_config: retry target {target!r} is not this or an earlier step"
+        message == f"steps[0].retry_config: retry target {target!r} is not this or an earlier step "
+        "(step 'a')"
     )
 
 
@@ -598,7 +599,7 @@ async def test_run_task_validates_before_running_anything(tmp_path: Path) -> Non
         [{"id": "a", "type": "record"}, {"id": "b", "type": "no_such_step"}]
     )
     ctx = TaskContext(task=spec, base_dir=tmp_path)
-    with pytest.raises(TaskError, match=r"steps\[1\] \('b'\)\.type"):
+    with pytest.raises(TaskError, match=r"steps\[1\]\.type: .*\(step 'b'\)"):
         await run_task(spec, ctx, registry=REGISTRY)
     assert "order" not in ctx.artifacts
 

@@ -389,7 +389,7 @@ async def test_load_artifact_of_a_file_that_is_not_records_fails(base: Path) -> 
         ({}, "give exactly one of 'parts', 'path' or 'records'"),
         ({"path": "x.json", "records": {}}, "give exactly one of 'parts', 'path' or 'records'"),
         ({"records": {}, "collection": "accounts"}, "'collection' goes with 'path'"),
-        ({"parts": [{"kind": "image"}]}, "('load').parts[0]: Input tag 'image'"),
+        ({"parts": [{"kind": "image"}]}, "steps[0].parts[0]: Input tag 'image'"),
     ],
 )
 def test_load_artifact_fields_are_checked(fields: dict[str, Any], message: str) -> None:
@@ -623,7 +623,7 @@ def test_modify_env_tool_access_fields_are_checked() -> None:
     message = invalid(
         [{"id": "m", "type": "modify_env_tool_access", "action": "hide", "role": "x", "tools": "*"}]
     )
-    assert message.startswith("steps[0] ('m').action:")
+    assert message.startswith("steps[0].action:")
 
 
 # -- register_env_triggers --------------------------------------------------------------
@@ -658,7 +658,8 @@ async def test_register_env_triggers_arms_triggers_on_the_env(base: Path) -> Non
         base,
     )
     assert result.status == "passed", result.error
-    assert step(result, "triggers").output == {"env_id": "bank", "registered": ["bonus"]}
+    output = step(result, "triggers").output
+    assert output["env_id"] == "bank" and output["registered"] == ["bonus"]
     assert accounts(ctx) == {"a1": 105, "a2": 51}
     state = ctx.env("bank").gateway.triggers_state()
     assert state.model_dump()["triggers"][0]["status"] == "fired"
@@ -678,8 +679,8 @@ async def test_register_env_triggers_with_an_unknown_tool_fails(base: Path) -> N
     ("fields", "message"),
     [
         ({"triggers": [BONUS_TRIGGER, BONUS_TRIGGER]}, "trigger id 'bonus' appears twice"),
-        ({"triggers": []}, "('t').triggers:"),
-        ({"triggers": [{**BONUS_TRIGGER, "when": {"type": "sometimes"}}]}, "('t').triggers[0]"),
+        ({"triggers": []}, "steps[0].triggers:"),
+        ({"triggers": [{**BONUS_TRIGGER, "when": {"type": "sometimes"}}]}, "steps[0].triggers[0]"),
         ({"triggers": [BONUS_TRIGGER], "executor": {"url": "x"}}, "executor.url: unknown field"),
     ],
 )
@@ -718,14 +719,17 @@ async def test_sync_env_clock_arms_the_clock(base: Path) -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"virtual_time": "2026-03-02T09:00:00"}, "('c').virtual_time: Input should have timezone"),
-        ({"virtual_time": "yesterday"}, "('c').virtual_time:"),
+        (
+            {"virtual_time": "2026-03-02T09:00:00"},
+            "steps[0].virtual_time: Input should have timezone",
+        ),
+        ({"virtual_time": "yesterday"}, "steps[0].virtual_time:"),
         (
             {"virtual_time": "2026-03-02T09:00:00Z", "virtual_seconds_per_real_second": 86401},
-            "('c').virtual_seconds_per_real_second:",
+            "steps[0].virtual_seconds_per_real_second:",
         ),
-        ({"virtual_time": "2026-03-02T09:00:00Z", "mode": "fast"}, "('c').mode:"),
-        ({}, "('c').virtual_time: Field required"),
+        ({"virtual_time": "2026-03-02T09:00:00Z", "mode": "fast"}, "steps[0].mode:"),
+        ({}, "steps[0].virtual_time: Field required"),
     ],
 )
 def test_sync_env_clock_fields_are_checked(fields: dict[str, Any], message: str) -> None:
@@ -809,9 +813,9 @@ async def test_collect_artifacts_of_an_unknown_env_fails(base: Path) -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"which": "everything"}, "('c').which"),
+        ({"which": "everything"}, "steps[0].which"),
         ({"env_id": "a", "env_ids": ["b"]}, "give 'env_id' or 'env_ids', not both"),
-        ({"name": "../escape"}, "('c').name"),
+        ({"name": "../escape"}, "steps[0].name"),
     ],
 )
 def test_collect_artifacts_fields_are_checked(fields: dict[str, Any], message: str) -> None:
@@ -825,7 +829,13 @@ async def test_verify_mcp_tool_schema_passes_a_good_env(base: Path) -> None:
     result, _ = await run([DEPLOY, {"id": "v", "type": "verify_mcp_tool_schema"}], base)
     assert result.status == "passed", result.error
     assert result.scores["v"].score == 1.0
-    assert result.scores["v"].details == {"env_id": "bank", "tools": 3, "problems": []}
+    assert result.scores["v"].details == {
+        "env_id": "bank",
+        "tools": 3,
+        "problems": [],
+        "verifier_id": "v",
+        "results": [{"id": "v", "result": True, "score": 1.0}],
+    }
 
 
 async def test_verify_mcp_tool_schema_lists_each_problem(base: Path) -> None:
@@ -923,7 +933,10 @@ def test_card_problems_names_each_departure_from_the_protocol(base: Path) -> Non
     card["capabilities"]["extensions"] = [
         e for e in card["capabilities"]["extensions"] if e["uri"] != "urn:agentenv:clock/v1"
     ]
-    card["capabilities"]["extensions"][0]["params"]["methods"] = []
+    step_ext = next(
+        e for e in card["capabilities"]["extensions"] if e["uri"] == "urn:agentenv:step/v1"
+    )
+    step_ext["params"]["methods"] = {}
     card["capabilities"]["operations"] = ["data/get"]
     card["additionalInterfaces"] = [{"url": "/model-context", "transport": "mcp"}]
     del card["children_environments"]

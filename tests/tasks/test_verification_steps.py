@@ -423,7 +423,10 @@ async def test_aggregate_needs_a_verifier_before_it(env_dir: Path, tmp_path: Pat
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        ({"type": "env_outcome_verifier"}, "give 'checks', 'gold_replay' or 'trajectory'"),
+        (
+            {"type": "env_outcome_verifier"},
+            "give 'file_artifact_id', 'checks', 'gold_replay' or 'trajectory'",
+        ),
         ({"type": "env_outcome_verifier", "checks": [{"collection": "a"}]}, "needs 'count'"),
         ({"type": "env_outcome_verifier", "chekcs": []}, "chekcs: unknown field"),
         ({"type": "agent_prompt_response_verifier", "prompt_id": "p1", "checks": []}, "at least 1"),
@@ -440,7 +443,7 @@ def test_bad_verifier_fields_are_task_errors(
     env_dir: Path, step: dict[str, Any], message: str
 ) -> None:
     spec = _task(env_dir, [{"id": "v", **step}])
-    with pytest.raises(TaskError, match=r"steps\[3\] \('v'\)") as info:
+    with pytest.raises(TaskError, match=r"steps\[3\].*\(step 'v'\)") as info:
         build_steps(spec)
     assert message in str(info.value)
 

@@ -49,7 +49,10 @@ class Criterion(BaseModel):
         min_length=1,
         validation_alias=AliasChoices("criterion", "description", "text", "rubric", "requirement"),
     )
-    weight: float = Field(default=1.0, ge=0, description="For the `weighted` aggregator.")
+    weight: float = Field(
+        default=1.0,
+        description="For `weighted` and `weighted_average` (where a negative weight is a penalty).",
+    )
 
 
 CriterionLike = str | Criterion | Mapping[str, Any]

@@ -11,18 +11,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 STEP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 class DependsOn(BaseModel):
-    """One dependency: the id of a step that must finish first."""
+    """One dependency: the id of a step that must finish first. Written either as the
+    plain step id or as `{task_step_id: <id>}` (both are the protocol's)."""
 
     model_config = ConfigDict(extra="forbid")
 
     task_step_id: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_id(cls, data: Any) -> Any:
+        return {"task_step_id": data} if isinstance(data, str) else data
 
 
 class RetryConfig(BaseModel):
@@ -66,16 +72,31 @@ class StepSpec(BaseModel):
 
     id: str = Field(pattern=STEP_ID_PATTERN)
     type: str = Field(min_length=1)
-    version: str | None = None
+    version: int | str | None = Field(
+        default=None, description="The protocol's is an integer; a string is kept as it is."
+    )
     description: str = ""
     depends_on: list[DependsOn] | None = Field(
         default=None, description="Absent means: after every earlier step."
     )
-    fail_task_on_error: bool = True
+    fail_task_on_error: bool | None = Field(
+        default=None,
+        description="Unset: the step type's default (true, except reset_env's false).",
+    )
     retry_config: RetryConfig | None = None
     timeout_seconds: float | None = Field(
         default=None, gt=0, description="Ours on every step; the protocol's on prompt_agent."
     )
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _a_list(cls, value: Any) -> Any:
+        if isinstance(value, str | dict):
+            raise ValueError(
+                "depends_on is a list of step ids (or of {task_step_id} objects), "
+                f"not a single {type(value).__name__}: write [{value!r}]"
+            )
+        return value
 
     @property
     def params(self) -> dict[str, Any]:

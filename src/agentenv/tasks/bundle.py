@@ -1,8 +1,10 @@
 """Bundles: folders of environments, tasks and agents, and the local catalog of tasks.
 
 A bundle is a folder with any of `envs/<name>/`, `tasks/<name>.json|yaml`,
-`agents/<name>/`, `evals/<name>.toml`, `skills/<name>/SKILL.md`, `artifacts/<name>/`, and
-a README.md whose text is its description. A task is named `<bundle>/<task>`.
+`agents/<name>/`, `evals/<name>.toml`, `skills/<name>/SKILL.md`, `artifacts/<name>/`, an
+`aliases.toml` (the protocol's: `[envs] <folder> = ["<alias>", ...]`, more ids a task may
+name an env by) and a README.md whose text is its description. A task is named
+`<bundle>/<task>`.
 
 The catalog searches, in order: the folders in `AGENTENV_PATH` (os.pathsep-separated),
 the current folder and its `bundles/` and `examples/bundles/`, and the examples that come
@@ -12,6 +14,7 @@ with a source checkout of agentenv.
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,8 @@ from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import StepError
 
 TASK_SUFFIXES = (".json", ".yaml", ".yml")
+ALIASES_FILE = "aliases.toml"
+CONTAINER_FILES = ("Dockerfile", "server.py", "docker-compose.yml", "compose.yaml")
 
 
 def load_task_spec(path: Path) -> TaskSpec:
@@ -73,22 +78,92 @@ class Bundle:
                 return path
         return None
 
-    def env_path(self, name: str) -> Path | None:
-        """The folder of the bundle environment called `name`, if any."""
+    def env_aliases(self) -> dict[str, str]:
+        """`aliases.toml`'s env aliases, alias -> env folder name ({} without the file).
+        DocumentError for a file that is not `[envs] <folder> = [<alias>, ...]`."""
+        path = self.path / ALIASES_FILE
+        if not path.is_file():
+            return {}
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise DocumentError(path, "<document>", f"not valid TOML: {exc}") from None
+        envs = data.get("envs", {})
+        if not isinstance(envs, dict):
+            raise DocumentError(path, "envs", "a table of <env folder> = [aliases]")
+        out: dict[str, str] = {}
+        for folder, aliases in envs.items():
+            if isinstance(aliases, str):
+                aliases = [aliases]
+            if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+                raise DocumentError(path, f"envs.{folder}", "a list of alias strings")
+            for alias in aliases:
+                out.setdefault(alias, folder)
+        return out
+
+    def env_folder(self, name: str) -> Path | None:
+        """The folder `envs/<name>/` a task's env id names, directly or by an alias
+        (whatever it holds), if any."""
         folder = self.path / "envs" / name
-        if any((folder / f).is_file() for f in ENV_FILE_NAMES):
+        if folder.is_dir():
+            return folder
+        aliased = self.env_aliases().get(name)
+        if aliased is not None and (self.path / "envs" / aliased).is_dir():
+            return self.path / "envs" / aliased
+        return None
+
+    def env_path(self, name: str) -> Path | None:
+        """The folder of the bundle environment called `name` (or aliased so), if it
+        holds an environment document."""
+        folder = self.env_folder(name)
+        if folder is not None and any((folder / f).is_file() for f in ENV_FILE_NAMES):
             return folder
         return None
 
     def resolve_env(self, ref: str) -> Environment | None:
-        """A bundle environment by name (None if the bundle has none by that name)."""
+        """A bundle environment by name or alias (None if the bundle has none by that
+        name); DocumentError for a folder that is not an environment document, such as a
+        container-built MCP server (not built here)."""
         path = self.env_path(ref)
-        return Environment.load(path) if path else None
+        if path is not None:
+            return Environment.load(path)
+        folder = self.env_folder(ref)
+        if folder is not None:
+            raise DocumentError(folder, "<document>", unsupported_env_reason(folder))
+        return None
 
     @staticmethod
     def is_bundle(path: Path) -> bool:
         """Whether a folder looks like a bundle (has tasks/ or envs/)."""
         return path.is_dir() and ((path / "tasks").is_dir() or (path / "envs").is_dir())
+
+
+def unsupported_env_reason(folder: Path) -> str:
+    """Why an env folder with no environment document cannot be deployed."""
+    found = [name for name in CONTAINER_FILES if (folder / name).is_file()]
+    if found:
+        return (
+            f"a container-built MCP server ({', '.join(found)}): deploying those is not "
+            f"supported here; an environment is a document ({' / '.join(ENV_FILE_NAMES)})"
+        )
+    return f"no environment document ({' / '.join(ENV_FILE_NAMES)}) in this folder"
+
+
+def catalog_env_path(ref: str, paths: list[Path] | None = None) -> Path | None:
+    """An environment of the local catalog: `envs/<ref>/` beside or inside a folder on
+    the search path, or a bundle's env of that name (first found)."""
+    if not ref or "/" in ref or ref.startswith("."):
+        return None
+    folders = paths if paths is not None else search_path()
+    for folder in folders:
+        for candidate in (folder / "envs" / ref, folder.parent / "envs" / ref):
+            if any((candidate / f).is_file() for f in ENV_FILE_NAMES):
+                return candidate
+    for bundle in iter_bundles(folders):
+        found = bundle.env_path(ref)
+        if found is not None:
+            return found
+    return None
 
 
 def search_path() -> list[Path]:

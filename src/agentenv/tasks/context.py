@@ -103,6 +103,10 @@ class TaskContext:
     peers: dict[str, str] = field(
         default_factory=dict, metadata={"doc": "A2A URLs of agents, by name (peer_agents)."}
     )
+    agent_peers: dict[str, dict[str, str]] = field(
+        default_factory=dict,
+        metadata={"doc": "Per agent name, the peers only it may address (peerings)."},
+    )
     usage: dict[str, list[dict[str, Any]]] = field(
         default_factory=dict, metadata={"doc": "Token usage per prompt_id, per agent turn."}
     )
@@ -148,6 +152,10 @@ class TaskContext:
         """A client calling as the system principal (for setup and checks)."""
         deployed = self.env(env_id)
         return self.tool_client(SYSTEM, [deployed.env_id])
+
+    def peers_of(self, agent_name: str) -> dict[str, str]:
+        """The peers an agent may address: the task's, then its own (peerings)."""
+        return {**self.peers, **self.agent_peers.get(agent_name, {})}
 
     def checkpoint(self) -> dict[str, Snapshot]:
         """Snapshots of every deployed environment now (retries roll back to these)."""

@@ -17,13 +17,14 @@ from datetime import UTC, datetime
 from graphlib import TopologicalSorter
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter
 
 from agentenv.env.tool import SYSTEM
-from agentenv.registry import Registry, RegistryError
-from agentenv.spec.errors import format_location
+from agentenv.grading.aggregate import finish_verifier
+from agentenv.registry import Registry
 from agentenv.spec.task import SolutionTurn, TaskSpec, fill_placeholders
 from agentenv.state import Snapshot
+from agentenv.tasks.checking import Problem, check_task, describe
 from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import STEPS, Score, Step, StepError
 
@@ -34,7 +35,11 @@ _FAILED = ("failed", "timeout")
 
 
 class TaskError(ValueError):
-    """A task document that cannot run; names the step and the field."""
+    """A task document that cannot run; names every problem, with its step and field."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [])
 
 
 class StepRecord(BaseModel):
@@ -60,6 +65,10 @@ class TaskResult(BaseModel):
     scores: dict[str, Score] = Field(default_factory=dict)
     steps: list[StepRecord] = Field(default_factory=list)
     error: str | None = None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Fields of the task this runner accepted but did not act on.",
+    )
 
 
 _SOLUTIONS: TypeAdapter[dict[str, SolutionTurn]] = TypeAdapter(dict[str, SolutionTurn])
@@ -85,42 +94,23 @@ def _registries(ctx: TaskContext) -> list[dict[str, Any]]:
     return [ctx.envs, ctx.agents, ctx.prompts, ctx.snapshots]
 
 
-def _where(task: TaskSpec, loc: tuple[Any, ...]) -> str:
-    """`steps[1] ('b').depends_on[0]`: the step by index and id, then the field."""
-    if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
-        head = f"steps[{loc[1]}] ({task.steps[loc[1]].id!r})"
-        rest = format_location(loc[2:]) if len(loc) > 2 else ""
-        return f"{head}.{rest}" if rest else head
-    return format_location(loc)
-
-
 def build_steps(
     task: TaskSpec, seed: dict[str, Any] | None = None, registry: Registry[type[Step]] = STEPS
 ) -> list[Step]:
-    """Instantiate and check every step (types, fields, structure); TaskError on the first
-    problem, naming the step."""
-    problems = task.structure_problems()
-    if problems:
-        loc, message = problems[0]
-        raise TaskError(f"{_where(task, loc)}: {message}")
-    values = {**task.seed, **(seed or {})}
-    steps = []
-    for i, spec in enumerate(task.steps):
-        where = f"steps[{i}] ({spec.id!r})"
-        try:
-            cls = registry.get(spec.type)
-        except RegistryError as exc:
-            raise TaskError(f"{where}.type: {exc}") from None
-        if not (isinstance(cls, type) and issubclass(cls, Step)):
-            raise TaskError(f"{where}.type: {spec.type!r} is registered but is not a Step class")
-        try:
-            params = cls.Params.model_validate(fill_placeholders(spec.params, values))
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
-            raise TaskError(f"{where}.{format_location(first['loc'])}: {msg}") from None
-        steps.append(cls(spec, params))
-    return steps
+    """Instantiate and check every step (types, fields, structure); TaskError listing
+    every problem, each with its path and step (see `tasks.checking`)."""
+    checked = check_task(task, seed, registry)
+    if checked.problems:
+        raise TaskError(describe(checked.problems), checked.problems)
+    for warning in checked.warnings:
+        log.warning("task %s: %s", task.name, warning)
+    return checked.steps
+
+
+def verifier_id_of(step: Step) -> str:
+    """A verifier step's `verifier_id` (the protocol's field); default: the step id."""
+    value = getattr(step.params, "verifier_id", None)
+    return value if isinstance(value, str) and value else step.id
 
 
 def _now() -> datetime:
@@ -196,7 +186,7 @@ class TaskRunner:
                     self.retries[sid] += 1
                     mode = "rollback" if config.retry_from_step_id else "goto"
                     return config.target, mode
-                if spec.fail_task_on_error and not self.aborted:
+                if self.steps[sid].fails_task and not self.aborted:
                     self.aborted = f"step {sid!r} failed, so the task stopped"
         return None
 
@@ -205,7 +195,7 @@ class TaskRunner:
             record = self.records[dep]
             if record.status == "skipped":
                 return True
-            if record.status in _FAILED and self.steps[dep].spec.fail_task_on_error:
+            if record.status in _FAILED and self.steps[dep].fails_task:
                 return True
         return False
 
@@ -239,6 +229,12 @@ class TaskRunner:
             if step.is_verifier:
                 if not isinstance(output, Score):
                     raise StepError(f"verifier returned {type(output).__name__}, not a Score")
+                output = finish_verifier(
+                    output,
+                    verifier_id_of(step),
+                    getattr(step.params, "score_aggregator", None),
+                    getattr(step.params, "threshold", 1.0),
+                )
                 self.ctx.scores[sid] = output
                 output = output.model_dump(mode="json")
             record.status = "succeeded"
@@ -266,9 +262,7 @@ class TaskRunner:
                     score=0.0, passed=False, details={"error": self.records[step.id].error}
                 )
         score, passed = aggregate_task(self.task, scores)
-        failed = [
-            r for r in records if r.status in _FAILED and self.steps[r.id].spec.fail_task_on_error
-        ]
+        failed = [r for r in records if r.status in _FAILED and self.steps[r.id].fails_task]
         if failed:
             status: Literal["passed", "failed", "error"] = "error"
             passed = False
@@ -287,6 +281,7 @@ class TaskRunner:
             scores=scores,
             steps=records,
             error=error,
+            warnings=[w for s in self.steps.values() for w in s.ignored],
         )
 
 

@@ -11,13 +11,14 @@ point group or the `plugins.steps` list of an `agentenv.toml`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from agentenv.grading.score import Score
 from agentenv.registry import Registry
-from agentenv.spec.task import StepSpec
+from agentenv.spec.task import StepSpec, TaskSpec
 
 if TYPE_CHECKING:
     from agentenv.tasks.context import TaskContext
@@ -25,6 +26,21 @@ if TYPE_CHECKING:
 
 class StepError(Exception):
     """A step that cannot do its job; the message says why."""
+
+
+@dataclass(frozen=True)
+class Unhonoured:
+    """A field the protocol gives a step type that this runner does not act on.
+
+    Such a field never fails the schema: it is taken off before the type's `Params` are
+    checked, then either reported once as ignored (a warning in the run's result), or,
+    with `refuse`, makes the task fail validation with `reason`. `honoured` lists the
+    values that need no report (e.g. `sandbox_type: local`, which is what we do anyway).
+    """
+
+    reason: str
+    refuse: bool = False
+    honoured: tuple[Any, ...] = ()
 
 
 class NoParams(BaseModel):
@@ -40,22 +56,39 @@ class Step(ABC):
     Params: ClassVar[type[BaseModel]] = NoParams
     is_verifier: ClassVar[bool] = False
     default_timeout: ClassVar[float | None] = None
+    fail_task_on_error_default: ClassVar[bool] = True
+    unhonoured: ClassVar[dict[str, Unhonoured]] = {}
 
     def __init__(self, spec: StepSpec, params: BaseModel) -> None:
         self.spec = spec
         self.params = params
+        self.ignored: list[str] = []
+
+    @property
+    def fails_task(self) -> bool:
+        """Whether this step failing stops the task (`fail_task_on_error`, else the
+        type's default)."""
+        if self.spec.fail_task_on_error is None:
+            return self.fail_task_on_error_default
+        return self.spec.fail_task_on_error
 
     @property
     def id(self) -> str:
         """The step's id in its task."""
         return self.spec.id
 
+    def static_problems(self, task: TaskSpec) -> list[tuple[tuple[Any, ...], str]]:
+        """What is wrong with this step in its task that can be seen before running it
+        (e.g. a reference to a verifier the task lacks), as (location in the step,
+        message) pairs. Default: nothing."""
+        return []
+
     @abstractmethod
     async def run(self, ctx: TaskContext) -> Any:
         """Do the step's work; return JSON-able output (a Score for verifiers)."""
 
 
-__all__ = ["STEPS", "NoParams", "Score", "Step", "StepError"]
+__all__ = ["STEPS", "NoParams", "Score", "Step", "StepError", "Unhonoured"]
 
 STEPS: Registry[type[Step]] = Registry(
     kind="step type",

@@ -4,10 +4,20 @@ from agentenv.tasks.steps import (
     collection,
     control,
     deploy,
+    judging,
     prompting,
     setup,
     validators,
     verification,
 )
 
-__all__ = ["collection", "control", "deploy", "prompting", "setup", "validators", "verification"]
+__all__ = [
+    "collection",
+    "control",
+    "deploy",
+    "judging",
+    "prompting",
+    "setup",
+    "validators",
+    "verification",
+]

@@ -69,6 +69,9 @@ class RegisterEnvTriggersParams(_Params):
         default=None, description="Roles whose calls provoke triggers; all roles if unset."
     )
     executor: Executor | None = None
+    executors: dict[str, Executor] = Field(
+        default_factory=dict, description="Named executors, picked by an nl action's `executor`."
+    )
     triggers: list[TriggerSpec] = Field(min_length=1)
 
     @field_validator("triggers")
@@ -84,7 +87,10 @@ class RegisterEnvTriggersParams(_Params):
     def registration(self) -> TriggerRegistration:
         """The registration the gateway takes."""
         return TriggerRegistration(
-            watch_roles=self.watch_roles, executor=self.executor, triggers=self.triggers
+            watch_roles=self.watch_roles,
+            executor=self.executor,
+            executors=self.executors,
+            triggers=self.triggers,
         )
 
 
@@ -99,12 +105,12 @@ class RegisterEnvTriggers(Step):
         p: RegisterEnvTriggersParams = self.params  # type: ignore[assignment]
         deployed = ctx.env(p.env_id)
         try:
-            ids = await deployed.gateway.register_triggers(
+            result = await deployed.gateway.register_triggers(
                 SYSTEM, p.registration(), instance=deployed.instance
             )
         except GatewayError as exc:
             raise _refused(deployed, exc) from None
-        return {"env_id": deployed.env_id, "registered": ids}
+        return {"env_id": deployed.env_id, "registered": result.added, **result.model_dump()}
 
 
 class SyncEnvClockParams(_Params):

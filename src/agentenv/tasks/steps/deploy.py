@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentenv.agents.a2a import require_sdk
 from agentenv.agents.base import Agent, AgentError
@@ -22,7 +22,7 @@ from agentenv.tasks.remote import (
     resolve_a2a,
     task_nl_sender,
 )
-from agentenv.tasks.step import STEPS, Step, StepError
+from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
 
 
 class _Params(BaseModel):
@@ -30,10 +30,19 @@ class _Params(BaseModel):
 
 
 class DeployEnvParams(_Params):
-    """Fields of `deploy_env`."""
+    """Fields of `deploy_env` (the protocol's `env_id` and `metadata`; `env` is ours)."""
 
     env_id: str = Field(description="The name other steps use for this environment.")
-    env: str = Field(description="A bundle environment's name, or a path to its document.")
+    env: str | None = Field(
+        default=None,
+        description="Ours: a bundle environment's name, or a path to its document. "
+        "Default: `env_id`, found as the protocol finds it (the bundle's envs/<id>/, an "
+        "alias in its aliases.toml, then the local catalog).",
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Kept in the output.")
+
+
+_IN_PROCESS = "environments run in this process, for as long as the task run"
 
 
 @STEPS.add_builtin
@@ -42,12 +51,33 @@ class DeployEnv(Step):
 
     type_name = "deploy_env"
     Params = DeployEnvParams
+    unhonoured = {
+        "env_version": Unhonoured("environments are not versioned here; the current document runs"),
+        "ttl_seconds": Unhonoured(_IN_PROCESS),
+        "disk_size_gb": Unhonoured(_IN_PROCESS),
+        "cpu": Unhonoured(_IN_PROCESS),
+        "memory_mb": Unhonoured(_IN_PROCESS),
+        "sandbox_type": Unhonoured(_IN_PROCESS, honoured=("local", "none")),
+        "gateway_mode": Unhonoured(
+            "a task's gateway serialises the calls on an instance (consistent)",
+            honoured=("consistent",),
+        ),
+        "env_state_type": Unhonoured("state lives in the environment's own store"),
+        "env_state_instance_id": Unhonoured(
+            "attaching to an existing env state instance is not built", refuse=True
+        ),
+        "artifact_id": Unhonoured(
+            "deploying an environment from an artifact is not built (seed it with load_artifact)",
+            refuse=True,
+        ),
+        "artifact_version": Unhonoured("goes with artifact_id", refuse=True),
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: DeployEnvParams = self.params  # type: ignore[assignment]
         if p.env_id in ctx.envs:
             raise StepError(f"env_id {p.env_id!r} is already deployed")
-        env = resolve_env(ctx, p.env)
+        env = resolve_env(ctx, p.env if p.env is not None else p.env_id)
         try:
             gateway = Gateway(env)
         except GatewayError as exc:
@@ -59,11 +89,15 @@ class DeployEnv(Step):
             "name": env.name,
             "version": env.version,
             "tools": len(env.tools),
+            **({"metadata": p.metadata} if p.metadata else {}),
         }
 
 
 def resolve_env(ctx: TaskContext, ref: str) -> Environment:
-    """An environment by bundle name (through the run's resolver) or by path."""
+    """An environment by bundle name or alias (through the run's resolver), by path, or
+    from the local catalog (`tasks.bundle.catalog_env_path`)."""
+    from agentenv.tasks.bundle import catalog_env_path
+
     try:
         if ctx.env_resolver is not None:
             found = ctx.env_resolver(ref)
@@ -72,25 +106,64 @@ def resolve_env(ctx: TaskContext, ref: str) -> Environment:
         path = Path(ref)
         if not path.is_absolute():
             path = ctx.base_dir / path
-        if not path.exists():
-            raise StepError(f"no environment {ref!r} (not in the bundle, no such path {path})")
-        return Environment.load(path)
+        if path.exists():
+            return Environment.load(path)
+        catalog = catalog_env_path(ref)
+        if catalog is not None:
+            return Environment.load(catalog)
+        raise StepError(
+            f"no environment {ref!r} (not in the bundle or its aliases.toml, no such path "
+            f"{path}, not in the local catalog)"
+        )
     except DocumentError as exc:
         raise StepError(str(exc)) from None
+
+
+DEFAULT_AGENT_NAME = "default-agent"
+_AGENT_RUNS_HERE = "the agent is the run's (--agent), run by this process"
+_DEPLOY_AGENT_UNHONOURED = {
+    "sandbox_type": Unhonoured(_AGENT_RUNS_HERE, honoured=("local", "none")),
+    "ttl_seconds": Unhonoured(_AGENT_RUNS_HERE),
+    "cpu": Unhonoured(_AGENT_RUNS_HERE),
+    "memory_mb": Unhonoured(_AGENT_RUNS_HERE),
+    "disk_size_gb": Unhonoured(_AGENT_RUNS_HERE),
+    "sandbox_name": Unhonoured(_AGENT_RUNS_HERE),
+    "enable_docker": Unhonoured(_AGENT_RUNS_HERE, honoured=(False,)),
+    "network_policy": Unhonoured("agents are not network-sandboxed here"),
+    "env_vars": Unhonoured(
+        "the run's agent is configured by the run, not the task", honoured=({},)
+    ),
+    "skills": Unhonoured("skills are not installed into agents here", honoured=([],)),
+    "litellm_base_url": Unhonoured("the run's agent picks its model endpoint"),
+    "a2a_agent_version": Unhonoured("A2A agents are not versioned here; a2a_agent_id is used"),
+    "env_step_id": Unhonoured("an env id is deployed once per task here, so it is unambiguous"),
+    "enable_agent_changelog": Unhonoured("agent changelogs are not built", honoured=(False,)),
+    "agent_changelog_object_url": Unhonoured("agent changelogs are not built", refuse=True),
+    "agent_changelog_toolcall_position_exclusive": Unhonoured(
+        "agent changelogs are not built", refuse=True
+    ),
+    "agent_snapshot_files_artifact_id": Unhonoured(
+        "restoring an agent snapshot is not built", refuse=True
+    ),
+    "agent_snapshot_files_artifact_version": Unhonoured(
+        "restoring an agent snapshot is not built", refuse=True
+    ),
+    "agent_snapshot_target_context_id": Unhonoured(
+        "restoring an agent snapshot is not built", refuse=True
+    ),
+}
 
 
 class DeployAgentParams(_Params):
     """Fields of `deploy_agent` (the protocol's)."""
 
-    agent_name: str
+    agent_name: str = Field(default=DEFAULT_AGENT_NAME, description="The protocol's default.")
     env_ids: list[str] | None = Field(default=None, description="Default: every deployed env.")
     a2a_agent_id: str | None = None
     role: str | None = Field(default=None, description="Default: the environment's default role.")
-    sandbox_type: str | None = None
     system_prompt: str | None = None
-    env_vars: dict[str, str] = Field(default_factory=dict)
-    skills: list[str] = Field(default_factory=list)
-    ttl_seconds: float | None = None
+    agent_description: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Kept in the output.")
     agent: str | None = Field(
         default=None,
         description="Ours: pin the agent that plays this part (e.g. `simulated-user` for "
@@ -111,6 +184,7 @@ class DeployAgent(Step):
 
     type_name = "deploy_agent"
     Params = DeployAgentParams
+    unhonoured = _DEPLOY_AGENT_UNHONOURED
 
     async def run(self, ctx: TaskContext) -> Any:
         p: DeployAgentParams = self.params  # type: ignore[assignment]
@@ -130,8 +204,6 @@ class DeployAgent(Step):
                     f"role {role!r} is not a role of environment {env_id!r} "
                     f"(roles: {', '.join(declared)})"
                 )
-        if p.sandbox_type not in (None, "local", "none"):
-            raise StepError(f"sandbox_type {p.sandbox_type!r} is not built yet (only local)")
         if p.a2a_agent_id is not None and p.agent is not None:
             raise StepError("give at most one of 'a2a_agent_id' and 'agent'")
         request = DeployedAgentRequest(
@@ -179,20 +251,42 @@ class DeployAgent(Step):
         }
 
 
-class PeerAgentsParams(_Params):
-    """Fields of `peer_agents`."""
+class AgentPeers(_Params):
+    """One entry of the protocol's `peerings`: the peers one agent may address."""
 
-    agents: dict[str, str] | list[str] = Field(
-        description="Peers by name: `{name: A2A base URL}`, or names of deployed agents "
-        "(a remote one by its URL; a local one is served over A2A from this process)."
+    source_agent_name: str
+    peer_agent_names: list[str] = Field(min_length=1)
+
+
+class PeerAgentsParams(_Params):
+    """Fields of `peer_agents`: the protocol's `peerings`, or our `agents`."""
+
+    peerings: list[AgentPeers] | None = Field(
+        default=None,
+        description="Per agent, the deployed agents it may address (each served over A2A).",
     )
+    agents: dict[str, str] | list[str] | None = Field(
+        default=None,
+        description="Ours: peers every agent may address, by name: `{name: A2A base URL}`, "
+        "or names of deployed agents (a remote one by its URL; a local one is served over "
+        "A2A from this process).",
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> PeerAgentsParams:
+        if (self.peerings is None) == (self.agents is None):
+            raise ValueError("give exactly one of 'peerings' or 'agents'")
+        if self.peerings is not None and not self.peerings:
+            raise ValueError("'peerings' is empty")
+        return self
 
 
 @STEPS.add_builtin
 class PeerAgents(Step):
-    """Let agents address each other over A2A: fills the task's peers, which every later
-    prompt passes to its agent (`AgentTurn.peers`; a remote agent gets them under
-    urn:agentenv:peer-agents/v1), and which `deploy_agent`'s `a2a_agent_id` may name."""
+    """Let agents address each other over A2A. `peerings` gives each source agent its own
+    table; `agents` fills the task's peers, which every agent gets. Every later prompt
+    passes its agent's peers (`AgentTurn.peers`; a remote agent gets them under
+    urn:agentenv:peer-agents/v1), and `deploy_agent`'s `a2a_agent_id` may name them."""
 
     type_name = "peer_agents"
     Params = PeerAgentsParams
@@ -203,6 +297,8 @@ class PeerAgents(Step):
             require_sdk()
         except AgentError as exc:
             raise StepError(str(exc)) from None
+        if p.peerings is not None:
+            return await self._peerings(ctx, p.peerings)
         from agentenv.agents.a2a.client import check_url
 
         added: dict[str, str] = {}
@@ -213,7 +309,27 @@ class PeerAgents(Step):
                 except AgentError as exc:
                     raise StepError(f"agents.{name}: {exc}") from None
         else:
-            for name in p.agents:
+            for name in p.agents or []:
                 added[name] = await peer_url(ctx, ctx.agent(name))
         ctx.peers.update(added)
         return {"peers": added}
+
+    async def _peerings(self, ctx: TaskContext, peerings: list[AgentPeers]) -> Any:
+        seen: set[str] = set()
+        for i, peering in enumerate(peerings):  # everything is checked before anything is served
+            source = peering.source_agent_name
+            where = f"peerings[{i}]"
+            if source in seen:
+                raise StepError(f"{where}: source {source!r} is listed twice")
+            seen.add(source)
+            ctx.agent(source)
+            if source in peering.peer_agent_names:
+                raise StepError(f"{where}: {source!r} lists itself as a peer")
+            for name in peering.peer_agent_names:
+                ctx.agent(name)
+        tables: dict[str, dict[str, str]] = {}
+        for peering in peerings:
+            table = {n: await peer_url(ctx, ctx.agent(n)) for n in peering.peer_agent_names}
+            ctx.agent_peers.setdefault(peering.source_agent_name, {}).update(table)
+            tables[peering.source_agent_name] = table
+        return {"peerings": tables}

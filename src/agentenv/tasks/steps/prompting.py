@@ -11,10 +11,32 @@ from agentenv.agents.base import AgentError, AgentTurn
 from agentenv.env.tool import Principal
 from agentenv.spec.wire import Part, TextPart
 from agentenv.tasks.context import DeployedAgent, PromptRecord, TaskContext
-from agentenv.tasks.step import STEPS, Step, StepError
+from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
 
 STOP_MARKER = "###STOP###"
 DEFAULT_CONVERSATION_TURNS = 10
+DEFAULT_USER_AGENT_NAME = "human_agent"  # the protocol's user, when turns > 1 name none
+_NOT_A_HARNESS = "the run's agent (--agent) decides how it runs a turn"
+_PROMPT_UNHONOURED = {
+    "harness": Unhonoured(_NOT_A_HARNESS),
+    "agentenv_tools": Unhonoured(_NOT_A_HARNESS),
+    "output_format": Unhonoured("structured output is not requested from agents here"),
+    "max_thinking_tokens": Unhonoured(_NOT_A_HARNESS),
+    "effort": Unhonoured(_NOT_A_HARNESS),
+    "poll_interval_seconds": Unhonoured("turns are awaited, not polled"),
+    "trajectory_output_prefix": Unhonoured("trajectories go to the run folder"),
+    "live_trajectory": Unhonoured("trajectories go to the run folder", honoured=(False,)),
+    "context_id": Unhonoured("each prompt is its own A2A context here"),
+    "snapshot_config": Unhonoured("agent snapshots are not built"),
+    "user_a2a_url": Unhonoured(
+        "a remote user is not built: deploy it with deploy_agent a2a_agent_id and name it "
+        "in user_agent_name",
+        refuse=True,
+    ),
+    "user_agent_timeout_seconds": Unhonoured("the step's timeout_seconds bounds the whole talk"),
+    "user_output_format": Unhonoured("structured output is not requested from agents here"),
+    "user_model": Unhonoured("the user agent picks its own model"),
+}
 
 
 class PromptAgentParams(BaseModel):
@@ -58,12 +80,16 @@ class PromptAgent(Step):
 
     type_name = "prompt_agent"
     Params = PromptAgentParams
+    unhonoured = _PROMPT_UNHONOURED
     default_timeout = 600.0
 
     async def run(self, ctx: TaskContext) -> Any:
         p: PromptAgentParams = self.params  # type: ignore[assignment]
         deployed = ctx.agent(p.agent_name)
-        user = ctx.agent(p.user_agent_name) if p.user_agent_name is not None else None
+        user_name = p.user_agent_name
+        if user_name is None and (p.max_conversation_turns or 1) > 1:
+            user_name = DEFAULT_USER_AGENT_NAME
+        user = ctx.agent(user_name) if user_name is not None else None
         if user is not None and user.name == deployed.name:
             raise StepError("user_agent_name names the prompted agent itself")
         prompt_id = p.prompt_id or self.id
@@ -133,7 +159,7 @@ class PromptAgent(Step):
             model_params={} if as_user else dict(p.model_params),
             conversation_turn=index,
             history=list(history),
-            peers=dict(ctx.peers),
+            peers=ctx.peers_of(who.name),
             config=dict(who.config),
         )
         if who.agent is not None:

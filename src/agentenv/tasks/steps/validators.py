@@ -11,7 +11,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agentenv.env.tool import SYSTEM, Principal
 from agentenv.gateway import GatewayError
@@ -19,14 +19,13 @@ from agentenv.spec.card import PROTOCOL_VERSION
 from agentenv.spec.wire import DataPart, ToolInfo
 from agentenv.tasks.context import DeployedEnv, TaskContext
 from agentenv.tasks.step import STEPS, Score, Step
+from agentenv.tasks.steps.verification import VerifierParams
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 CARD_NAME = re.compile(r"^\S+$")
 
 
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _Params(VerifierParams):
     env_id: str | None = Field(default=None, description="Default: the only deployed env.")
     role: str | None = Field(
         default=None,
@@ -134,6 +133,7 @@ EXTENSION_ENDPOINTS: dict[str, set[tuple[str, str]]] = {
     "urn:agentenv:enable-tool/v1": {("POST", "/tools/enable")},
     "urn:agentenv:trajectory/v1": {("GET", "/trajectory")},
     "urn:agentenv:state/v1": {("GET", "/state")},
+    "urn:agentenv:changes/v1": {("GET", "/changes")},
 }
 """The protocol's extensions and the endpoints each must list."""
 
@@ -205,12 +205,16 @@ def card_problems(
                 isinstance(params.get("endpoint"), str),
                 f"{where}: extension {uri} has no params.endpoint",
             )
-            methods = params.get("methods") or []
-            served = {
-                (m.get("method"), _path(m.get("endpoint"), card.get("url")))
-                for m in methods
-                if isinstance(m, dict) and "request-json-schema" in m
-            }
+            methods = params.get("methods")
+            c.check(
+                isinstance(methods, dict),
+                f"{where}: extension {uri} params.methods is not an object keyed by method name",
+            )
+            served = set()
+            for m in (methods or {}).values() if isinstance(methods, dict) else []:
+                if isinstance(m, dict) and "method" in m:
+                    endpoint = m.get("endpoint", params.get("endpoint"))
+                    served.add((m.get("method"), _path(endpoint, card.get("url"))))
             missing = sorted(f"{v} {p}" for v, p in endpoints - served)
             c.check(not missing, f"{where}: extension {uri} lacks {', '.join(missing)}")
     operations = capabilities.get("operations")

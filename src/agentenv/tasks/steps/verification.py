@@ -1,37 +1,63 @@
-"""Verifier steps: env_outcome_verifier, agent_prompt_response_verifier, rubrics_verifier,
-aggregate_verifiers.
+"""Verifier steps: env_outcome_verifier, agent_prompt_response_verifier (rubrics_verifier
+and aggregate_verifiers are in `judging`).
 
-Each returns a `Score` (the runner records it under the step id). They are thin: the
-grading lives in `agentenv.grading`, usable from Python without a task. A verifier
-finds what a prompt did by its `prompt_id`: the trajectory slice between the prompt's
-start and end, the environments' states when it started, and its response.
+Each returns a `Score` (the runner records it under the step id, with its `verifier_id`
+and result rows: see `grading.aggregate.finish_verifier`). They are thin: the grading
+lives in `agentenv.grading`, usable from Python without a task. A verifier finds what a
+prompt did by its `prompt_id`: the trajectory slice between the prompt's start and end,
+the environments' states when it started, and its response.
+
+Every verifier takes the protocol's `verifier_id` (default: the step id) and
+`score_aggregator` (`all_pass`, `any_pass`, `weighted_average`, or ours). With the
+protocol's own fields (`file_artifact_id`, `criteria`) the protocol's default,
+`all_pass`, applies; with ours (`checks`, ...) the score is the share that passed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentenv.env.tool import Principal
 from agentenv.gateway.trajectory import TrajectoryRecord
-from agentenv.grading.aggregate import AGGREGATE_STEP, Aggregator, aggregate
+from agentenv.grading.aggregate import Aggregator, aggregate_rows, aggregator_name
 from agentenv.grading.checklist import VerifierError
 from agentenv.grading.gold_replay import ReplayEnv, gold_replay_envs
 from agentenv.grading.response_checks import ResponseCheck, check_response
-from agentenv.grading.rubric import Criterion, RubricJudge
+from agentenv.grading.response_criteria import ResponseCriterion, criteria_rows
 from agentenv.grading.score import Score
 from agentenv.grading.state_checks import StateCheck, check_state
 from agentenv.grading.trajectory_checks import TrajectoryCheck, check_trajectory, records_between
-from agentenv.registry import RegistryError
 from agentenv.tasks.context import DeployedEnv, PromptRecord, TaskContext
-from agentenv.tasks.step import STEPS, Step, StepError
+from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
+from agentenv.tasks.verify_script import find_script, run_script
 
 PROMPT_STEP = "prompt_agent"
 
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class VerifierParams(_Params):
+    """The fields every verifier has (the protocol's)."""
+
+    verifier_id: str | None = Field(
+        default=None, description="The id aggregate_verifiers names it by; default: step id."
+    )
+    score_aggregator: Aggregator | None = Field(
+        default=None,
+        description="How its result rows make its score: all_pass, any_pass, "
+        "weighted_average (the protocol's), mean, weighted, min (ours).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("score_aggregator"), str):
+            data = {**data, "score_aggregator": aggregator_name(data["score_aggregator"])}
+        return data
 
 
 def _threshold() -> Any:
@@ -106,11 +132,20 @@ class TrajectoryParams(_Params):
     checks: list[TrajectoryCheck] = Field(min_length=1)
 
 
-class EnvOutcomeParams(_Params):
-    """Fields of `env_outcome_verifier`: any of a state checklist, a gold replay and
-    trajectory checks; the score is the mean of the parts given."""
+class EnvOutcomeParams(VerifierParams):
+    """Fields of `env_outcome_verifier`: the protocol's verifier script
+    (`file_artifact_id`), and ours: a state checklist, a gold replay and trajectory
+    checks. With one part, its score is the step's; with several, their mean."""
 
     env_id: str | None = Field(default=None, description="Default: the only deployed env.")
+    file_artifact_id: str | None = Field(
+        default=None,
+        description="An artifact whose verify.py has `async def verify(mcp_url)`, run "
+        "against the env's MCP endpoint (see `tasks.verify_script`).",
+    )
+    prompt_id: str | None = Field(
+        default=None, description="The protocol's: the prompt graded (kept in the details)."
+    )
     checks: list[StateCheck] = Field(default_factory=list)
     gold_replay: GoldReplayParams | None = None
     trajectory: TrajectoryParams | None = None
@@ -118,8 +153,11 @@ class EnvOutcomeParams(_Params):
 
     @model_validator(mode="after")
     def _something(self) -> EnvOutcomeParams:
-        if not self.checks and self.gold_replay is None and self.trajectory is None:
-            raise ValueError("give 'checks', 'gold_replay' or 'trajectory' (or several)")
+        parts = (self.file_artifact_id, self.gold_replay, self.trajectory)
+        if not self.checks and all(p is None for p in parts):
+            raise ValueError(
+                "give 'file_artifact_id', 'checks', 'gold_replay' or 'trajectory' (or several)"
+            )
         return self
 
 
@@ -131,11 +169,27 @@ class EnvOutcomeVerifier(Step):
     type_name = "env_outcome_verifier"
     Params = EnvOutcomeParams
     is_verifier = True
+    unhonoured = {
+        "file_artifact_version": Unhonoured(
+            "artifacts are not versioned here; the bundle's current file runs"
+        ),
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: EnvOutcomeParams = self.params  # type: ignore[assignment]
         deployed = ctx.env(p.env_id)
         parts: dict[str, Score] = {}
+        rows: list[dict[str, Any]] | None = None
+        if p.file_artifact_id is not None:
+            script = find_script(ctx, p.file_artifact_id)
+            rows = await run_script(ctx, deployed, script)
+            how = p.score_aggregator or "all_pass"
+            value = aggregate_rows(rows, how)
+            parts["script"] = Score(
+                score=value,
+                passed=value >= p.threshold,
+                details={"script": str(script), "score_aggregator": how, "results": rows},
+            )
         try:
             if p.checks:
                 parts["state"] = check_state(deployed.state, p.checks)
@@ -153,6 +207,13 @@ class EnvOutcomeVerifier(Step):
             "threshold": p.threshold,
             "parts": {name: s.model_dump(mode="json") for name, s in parts.items()},
         }
+        if p.prompt_id is not None:
+            details["prompt_id"] = p.prompt_id
+        if len(parts) == 1:  # one part: its rows are the verifier's
+            only = next(iter(parts.values()))
+            for key in ("results", "checks"):
+                if key in only.details:
+                    details[key] = only.details[key]
         if "gold_replay" in parts and "diff" in parts["gold_replay"].details:
             details["diff"] = parts["gold_replay"].details["diff"]
         return Score(score=value, passed=value >= p.threshold, details=details)
@@ -210,18 +271,33 @@ class EnvOutcomeVerifier(Step):
 # -- agent_prompt_response_verifier -----------------------------------------------------
 
 
-class ResponseParams(_Params):
-    """Fields of `agent_prompt_response_verifier`."""
+class ResponseParams(VerifierParams):
+    """Fields of `agent_prompt_response_verifier`: the protocol's `criteria`, or our
+    `checks` (exactly one)."""
 
     prompt_id: str
-    checks: list[ResponseCheck] = Field(min_length=1)
+    criteria: list[ResponseCriterion] | None = Field(
+        default=None, description="The protocol's: response_contains, response_regex_present."
+    )
+    checks: list[ResponseCheck] | None = Field(
+        default=None, description="Ours: contains, not_contains, regex, json_field."
+    )
     threshold: float = _threshold()
+
+    @model_validator(mode="after")
+    def _one_list(self) -> ResponseParams:
+        if (self.criteria is None) == (self.checks is None):
+            raise ValueError("give exactly one of 'criteria' or 'checks'")
+        if not (self.criteria or self.checks):
+            raise ValueError("give at least 1 criterion (or check)")
+        return self
 
 
 @STEPS.add_builtin
 class AgentPromptResponseVerifier(Step):
-    """Check an agent's final answer to a prompt: contains, not_contains, regex, JSON
-    field (partial credit)."""
+    """Check an agent's final answer to a prompt: the protocol's criteria
+    (response_contains, response_regex_present), or our checks (contains, not_contains,
+    regex, JSON field; partial credit)."""
 
     type_name = "agent_prompt_response_verifier"
     Params = ResponseParams
@@ -230,169 +306,21 @@ class AgentPromptResponseVerifier(Step):
     async def run(self, ctx: TaskContext) -> Any:
         p: ResponseParams = self.params  # type: ignore[assignment]
         record = prompt_record(ctx, p.prompt_id)
-        try:
-            score = check_response(record.response, p.checks, threshold=p.threshold)
-        except VerifierError as exc:
-            raise _grading(f"prompt {p.prompt_id!r}", exc) from None
+        if p.criteria is not None:
+            rows = criteria_rows(record.response, p.criteria)
+            how = p.score_aggregator or "all_pass"
+            value = aggregate_rows(rows, how)
+            score = Score(
+                score=value,
+                passed=value >= p.threshold,
+                details={"kind": "response_criteria", "score_aggregator": how, "results": rows},
+            )
+        else:
+            try:
+                score = check_response(record.response, p.checks or [], threshold=p.threshold)
+            except VerifierError as exc:
+                raise _grading(f"prompt {p.prompt_id!r}", exc) from None
         score.details["prompt_id"] = p.prompt_id
         if record.error is not None:
             score.details["prompt_error"] = record.error
-        return score
-
-
-# -- rubrics_verifier -------------------------------------------------------------------
-
-
-def _aggregator_name(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.strip().lower().replace("-", "_")
-    return value
-
-
-class RubricsParams(_Params):
-    """Fields of `rubrics_verifier` (the protocol's, plus `base_url`, `threshold` and
-    `include_trajectory`)."""
-
-    criteria: list[str | Criterion] = Field(min_length=1)
-    prompt_id: str
-    score_aggregator: Aggregator = Field(
-        default="all_pass", description="all_pass (default), mean, weighted (by weight), min."
-    )
-    default_model: str | None = Field(
-        default=None, description="The judge model; default: $AGENTENV_JUDGE_MODEL."
-    )
-    grading_policy_prompt: str | None = None
-    base_url: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("base_url", "default_model_api_base"),
-        description="An OpenAI-compatible endpoint; default: $OPENAI_BASE_URL.",
-    )
-    include_trajectory: bool = Field(default=True, description="Show the judge the tool calls.")
-    threshold: float = _threshold()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _normalise(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "score_aggregator" in data:
-            data = {**data, "score_aggregator": _aggregator_name(data["score_aggregator"])}
-        return data
-
-
-@STEPS.add_builtin
-class RubricsVerifier(Step):
-    """Grade a prompt's outcome with an LLM judge against criteria (see `grading.rubric`).
-
-    The API key comes from `$OPENAI_API_KEY`, never from the task document.
-    """
-
-    type_name = "rubrics_verifier"
-    Params = RubricsParams
-    is_verifier = True
-    default_timeout = 300.0
-
-    async def run(self, ctx: TaskContext) -> Any:
-        p: RubricsParams = self.params  # type: ignore[assignment]
-        record = prompt_record(ctx, p.prompt_id)
-        trajectory: list[TrajectoryRecord] | None = None
-        if p.include_trajectory:
-            trajectory = []
-            for env_id in record.start_seq:
-                trajectory += prompt_records(ctx.env(env_id), record)
-        judge = RubricJudge(p.default_model, base_url=p.base_url)
-        try:
-            score = await judge.grade(
-                record.response,
-                p.criteria,
-                prompt=record.prompt,
-                policy=p.grading_policy_prompt,
-                trajectory=trajectory,
-                aggregator=p.score_aggregator,
-                threshold=p.threshold,
-            )
-        except VerifierError as exc:
-            raise _grading("rubrics_verifier", exc) from None
-        score.details["prompt_id"] = p.prompt_id
-        return score
-
-
-# -- aggregate_verifiers ----------------------------------------------------------------
-
-
-class AggregateParams(_Params):
-    """Fields of `aggregate_verifiers`."""
-
-    verifier_step_ids: list[str] | None = Field(
-        default=None, description="Default: every verifier step before this one."
-    )
-    aggregator: Aggregator = "all_pass"
-    weights: dict[str, float] = Field(default_factory=dict)
-    threshold: float = _threshold()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _normalise(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "aggregator" in data:
-            data = {**data, "aggregator": _aggregator_name(data["aggregator"])}
-        return data
-
-
-def _is_verifier(step_type: str) -> bool:
-    try:
-        return bool(STEPS.get(step_type).is_verifier)
-    except RegistryError:
-        return False
-
-
-@STEPS.add_builtin
-class AggregateVerifiers(Step):
-    """Combine earlier verifiers' scores into one; the task's score is its last
-    `aggregate_verifiers`. A listed verifier with no score (it failed, or was skipped)
-    counts as 0."""
-
-    type_name = AGGREGATE_STEP
-    Params = AggregateParams
-    is_verifier = True
-
-    async def run(self, ctx: TaskContext) -> Any:
-        p: AggregateParams = self.params  # type: ignore[assignment]
-        order = [s.id for s in ctx.task.steps]
-        types = {s.id: s.type for s in ctx.task.steps}
-        mine = order.index(self.id)
-        earlier = order[:mine]
-        verifiers = [
-            sid for sid in earlier if _is_verifier(types[sid]) and types[sid] != AGGREGATE_STEP
-        ]
-        if p.verifier_step_ids is None:
-            ids = verifiers
-            if not ids:
-                raise StepError("no verifier step comes before this one")
-        else:
-            ids = list(dict.fromkeys(p.verifier_step_ids))
-            for sid in ids:
-                if sid not in types:
-                    raise StepError(
-                        f"verifier_step_ids: no step {sid!r} (verifier steps before this one: "
-                        f"{', '.join(verifiers) or 'none'})"
-                    )
-                if sid not in earlier:
-                    raise StepError(f"verifier_step_ids: {sid!r} does not come before this step")
-                if not _is_verifier(types[sid]):
-                    raise StepError(
-                        f"verifier_step_ids: {sid!r} is a {types[sid]} step, not a verifier"
-                    )
-        unknown = sorted(set(p.weights) - set(ids))
-        if unknown:
-            raise StepError(f"weights: {', '.join(unknown)} not among {', '.join(ids)}")
-        scores: dict[str, Score] = {}
-        missing = []
-        for sid in ids:
-            found = ctx.scores.get(sid)
-            if found is None:
-                missing.append(sid)
-                found = Score(score=0.0, passed=False, details={"error": "no score"})
-            scores[sid] = found
-        score = aggregate(scores, p.aggregator, weights=p.weights, threshold=p.threshold)
-        if missing:
-            score.details["missing"] = missing
-            score.details["note"] = "a verifier with no score (failed or skipped) counts as 0"
         return score
