@@ -371,7 +371,8 @@ def test_the_inspector_calls_tools(inspector: list[str], served: str) -> None:
         assert "may not call 'purge'" in denied["content"][0]["text"]
         assert http.get("/state").json()["state_hash"] == before
 
-        records = [json.loads(line) for line in http.get("/trajectory").text.splitlines()]
+        r = http.get("/trajectory?format=records")
+        records = [json.loads(line) for line in r.text.splitlines()]
     assert [(r["tool"], r["role"], r["error"] and r["error"]["kind"]) for r in records] == [
         ("add_note", "agent", None),
         ("shred", "agent", "tool_error"),
@@ -391,5 +392,5 @@ def test_the_inspector_uses_an_instance_endpoint(inspector: list[str], served: s
         assert called["isError"] is False, called
         assert http.get("/state").json()["state_hash"] == default_before
         assert http.get("/trajectory").text == ""
-        records = http.get("/instances/ep-1/trajectory").text.splitlines()
+        records = http.get("/instances/ep-1/trajectory?format=records").text.splitlines()
     assert [json.loads(line)["tool"] for line in records] == ["add_note"]

@@ -193,10 +193,12 @@ def test_serve_answers_the_protocol_over_http(serve) -> None:
         assert c.get(f"{prefix}/state").status_code == 404
 
         # The trajectory has every call of the default instance, in order.
-        lines = c.get("/trajectory").text.splitlines()
-        tools = [json.loads(line)["tool"] for line in lines]
+        # upstream's events: each call is a tool_call event and its outcome.
+        events = [json.loads(line) for line in c.get("/trajectory").text.splitlines()]
+        calls = [e for e in events if e["event_type"] == "tool_call"]
+        tools = [e["tool_call"]["function_name"] for e in calls]
         assert tools == ["get_ticket", "shred", "close_ticket", "update_ticket", "get_ticket"]
-        assert len(c.get("/trajectory?since=3").text.splitlines()) == 2
+        assert len(c.get("/trajectory?since=6").text.splitlines()) == 4
 
         # The clock: unarmed, armed, read, cleared.
         assert c.get("/clock/time").status_code == 404

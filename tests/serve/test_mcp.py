@@ -247,7 +247,8 @@ async def state_hash(http: httpx.AsyncClient, prefix: str = "") -> str:
 
 
 async def trajectory(http: httpx.AsyncClient, prefix: str = "") -> list[dict[str, Any]]:
-    r = await http.get(f"{prefix}/trajectory")
+    """Our trajectory records (GET /trajectory?format=records)."""
+    r = await http.get(f"{prefix}/trajectory?format=records")
     assert r.status_code == 200, r.text
     return [json.loads(line) for line in r.text.splitlines() if line.strip()]
 

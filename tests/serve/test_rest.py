@@ -66,7 +66,8 @@ async def state_of(client: httpx.AsyncClient, prefix: str = "") -> dict[str, Any
 
 
 async def trajectory(client: httpx.AsyncClient, prefix: str = "", since: int | None = None):
-    url = f"{prefix}/trajectory" + (f"?since={since}" if since is not None else "")
+    """Our trajectory records (GET /trajectory?format=records), from record `since` on."""
+    url = f"{prefix}/trajectory?format=records" + (f"&since={since}" if since is not None else "")
     r = await client.get(url)
     assert r.status_code == 200
     return [json.loads(line) for line in r.text.splitlines()]
@@ -796,7 +797,15 @@ async def test_the_trajectory_is_jsonl_of_every_call(client: httpx.AsyncClient) 
     await call(client, "refuse", reason="no")
     r = await client.get("/trajectory")
     assert r.status_code == 200
-    assert r.headers["content-type"].startswith("application/x-ndjson")
+    assert r.headers["content-type"].startswith("application/jsonl")
+    events = [json.loads(line) for line in r.text.splitlines()]
+    assert [e["tool_call"]["function_name"] for e in events if e["event_type"] == "tool_call"] == [
+        "get_ticket",
+        "add_note",
+        "refuse",
+    ]
+    r = await client.get("/trajectory?format=records")
+    assert r.headers["content-type"].startswith("application/jsonl")
     assert r.text.endswith("\n")
     records = [json.loads(line) for line in r.text.splitlines()]
     assert [x["seq"] for x in records] == [0, 1, 2]
@@ -822,6 +831,9 @@ async def test_trajectory_since_returns_the_later_records(client: httpx.AsyncCli
     assert await trajectory(client, since=3) == []
     assert [x["seq"] for x in await trajectory(client, since=0)] == [0, 1, 2]
     assert_error_body(await client.get("/trajectory?since=soon"), 400, "bad_request")
+    # Over events (the default form), `since` counts the events a reader already has.
+    r = await client.get("/trajectory?since=4")
+    assert [json.loads(x)["event_id"] for x in r.text.splitlines()] == ["event_5", "event_6"]
 
 
 async def test_control_operations_are_on_the_trajectory(client: httpx.AsyncClient) -> None:
@@ -997,7 +1009,8 @@ async def test_a_token_gives_its_role_and_the_header_grants_nothing(
         "/step", json=call_body("get_ticket", id="T-1"), headers={"authorization": "bearer s1"}
     )
     assert r.status_code == 200 and r.json()["isError"] is False
-    [*_, last] = (await token_client.get("/trajectory", headers=BEARER_AGENT)).text.splitlines()
+    r = await token_client.get("/trajectory?format=records", headers=BEARER_AGENT)
+    [*_, last] = r.text.splitlines()
     assert json.loads(last)["principal"] == "token:agent"
 
 
@@ -1108,7 +1121,8 @@ def test_over_real_http_a_wall_clock_time_trigger_fires_on_its_own(
             break
         time.sleep(0.05)
     assert info["status"] == "fired"
-    calls = [json.loads(x) for x in real_server.get(f"{prefix}/trajectory").text.splitlines()]
+    r = real_server.get(f"{prefix}/trajectory?format=records")
+    calls = [json.loads(x) for x in r.text.splitlines()]
     assert [x["tool"] for x in calls if x["kind"] == "call"] == []  # nobody called a tool
     r = real_server.post(f"{prefix}/step", json=call_body("get_ticket", id="T-2"))
     assert r.json()["structuredContent"]["status"] == "late"
