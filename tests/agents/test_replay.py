@@ -13,6 +13,7 @@ import pytest
 from agentenv import SYSTEM, Environment, Gateway, Principal
 from agentenv.agents import AgentError, AgentTurn, ReplayAgent, make_agent
 from agentenv.gateway import Binding, ToolClient
+from agentenv.gateway.events import to_jsonl, trajectory_events
 from agentenv.registry import RegistryError
 from agentenv.spec.task import TaskSpec
 from agentenv.tasks import TaskContext, run_task
@@ -120,6 +121,22 @@ async def test_a_recorded_trajectory_replays_to_the_same_calls_and_state(
     assert agent.divergences == []
     # the system's setup call was not replayed (only the one made above is there)
     assert len([r for r in replay.instance().trajectory.calls() if r.role == "system"]) == 1
+
+
+async def test_upstream_events_as_get_trajectory_serves_them_replay_the_same(
+    notes_env: Environment, tmp_path: Path
+) -> None:
+    recorded = Gateway(notes_env)
+    await record_session(recorded, "p1")
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(to_jsonl(trajectory_events(recorded.instance().trajectory)))
+
+    replay = Gateway(notes_env)
+    await replay.call(SYSTEM, "add_note", {"id": "setup", "text": "by the task"})
+    agent = ReplayAgent.from_file(path)
+    assert await agent.run_turn(make_turn(replay)) == "Replayed 4 calls."
+    assert outcomes(replay) == outcomes(recorded)
+    assert agent.divergences == []
 
 
 async def test_only_the_prompts_own_session_is_replayed(

@@ -1,7 +1,9 @@
 """The replay agent: calls the tools of a recorded trajectory again, in order.
 
-`replay:FILE` reads trajectory JSONL: what `GET /trajectory` serves, or a run folder's
-`trajectory.jsonl` (the same records, each with its `env_id`). Which records it replays:
+`replay:FILE` reads trajectory JSONL: what `GET /trajectory` serves (upstream's events, or
+our records with `?format=records`), or a run folder's `trajectory.jsonl` (our records,
+each with its `env_id`). A `tool_call` event counts as a call record, its outcome event
+(`tool_call_result` or `tool_call_failed`) saying how it went. Which records it replays:
 
 - only `kind: "call"` records (trigger firings and control records are the environment's
   doing, not the agent's), and not those of the `system` role (a task's setup and checks);
@@ -70,6 +72,7 @@ def read_calls(path: Path) -> list[RecordedCall]:
     except OSError as exc:
         raise AgentError(f"cannot read trajectory {str(path)!r}: {exc.strerror or exc}") from None
     calls = []
+    outcomes = _outcomes(text)
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -80,6 +83,10 @@ def read_calls(path: Path) -> list[RecordedCall]:
             raise AgentError(f"{where}: not a JSON record ({exc.msg})") from None
         if not isinstance(row, dict):
             raise AgentError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        if "event_type" in row:
+            row = _event_as_record(row, outcomes, where)
+            if row is None:
+                continue
         if row.get("kind", "call") != "call":
             continue
         tool = row.get("tool")
@@ -102,6 +109,49 @@ def read_calls(path: Path) -> list[RecordedCall]:
             )
         )
     return calls
+
+
+def _outcomes(text: str) -> dict[str, dict[str, Any]]:
+    """The outcome events of a file of upstream events, by the id of their `tool_call`."""
+    found: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        if '"tool_call_event_id"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # reported with its line number by the main pass
+        if isinstance(event, dict) and isinstance(event.get("tool_call_event_id"), str):
+            found[event["tool_call_event_id"]] = event
+    return found
+
+
+def _event_as_record(
+    event: dict[str, Any], outcomes: dict[str, dict[str, Any]], where: str
+) -> dict[str, Any] | None:
+    """A `tool_call` event (with its outcome) as a call record; None for other events."""
+    if event.get("event_type") != "tool_call":
+        return None
+    call = event.get("tool_call")
+    if not isinstance(call, dict):
+        raise AgentError(f"{where}: a tool_call event needs a 'tool_call' object")
+    outcome = outcomes.get(str(event.get("event_id")), {})
+    failed = outcome.get("event_type") == "tool_call_failed"
+    result = outcome.get("tool_call_result") or {}
+    error = failed or bool(result.get("isError"))
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict) and set(structured) == {"result"}:
+        structured = structured["result"]  # a non-object result, wrapped for MCP
+    return {
+        "kind": "call",
+        "tool": call.get("function_name"),
+        "args": call.get("arguments"),
+        "role": event.get("role"),
+        "session": event.get("session"),
+        "denied": bool(outcome.get("denied", False)),
+        "error": {"kind": outcome.get("error_kind", "tool_error")} if error else None,
+        "result": None if error else structured,
+    }
 
 
 def _json_equal(recorded: Any, value: Any) -> bool:
