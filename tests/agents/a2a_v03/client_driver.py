@@ -34,9 +34,7 @@ async def main(args: dict[str, Any]) -> dict[str, Any]:
                 "url": card.url,
                 "preferred_transport": card.preferred_transport,
                 "protocol_version": card.protocol_version,
-                "additional": [
-                    [i.url, i.transport] for i in card.additional_interfaces or []
-                ],
+                "additional": [[i.url, i.transport] for i in card.additional_interfaces or []],
                 "extensions": [e.uri for e in card.capabilities.extensions or []],
             }
         }
@@ -62,9 +60,7 @@ async def main(args: dict[str, Any]) -> dict[str, Any]:
             out["task"] = {
                 "id": final.id,
                 "state": final.status.state.value,
-                "status_text": _texts(final.status.message.parts)
-                if final.status.message
-                else [],
+                "status_text": _texts(final.status.message.parts) if final.status.message else [],
                 "artifacts": {a.name: _texts(a.parts) for a in final.artifacts or []},
                 "data": {
                     a.name: [p.root.data for p in a.parts if p.root.kind == "data"]

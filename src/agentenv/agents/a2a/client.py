@@ -18,7 +18,7 @@ import contextlib
 import json
 import uuid
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urljoin, urlsplit, urlunsplit
 
 import httpx
 from a2a.client import (
@@ -49,6 +49,7 @@ from agentenv.agents.a2a import (
     PEER_AGENTS_URI,
     SOLUTION_URI,
 )
+from agentenv.agents.a2a.configure import configure
 from agentenv.agents.a2a.mcp_tools import McpConfig, describe
 from agentenv.agents.base import AgentError, AgentTurn
 
@@ -101,6 +102,13 @@ async def fetch_card(url: str, *, timeout: float = CARD_TIMEOUT) -> AgentCard:
         raise AgentError(
             f"the A2A agent at {url} names no interface to send messages to in its agent card"
         )
+    # Upstream's agents name their endpoint by path alone (`"url": "/a2a"`): it is the
+    # agent's own address, so it resolves against where the card came from.
+    for interface in card.supported_interfaces:
+        if interface.url.startswith("/"):
+            interface.url = url + interface.url
+        elif not urlsplit(interface.url).scheme:
+            interface.url = urljoin(url + "/", interface.url)
     return card
 
 
@@ -332,6 +340,7 @@ class RemoteA2AAgent:
         self.solution: SolutionPolicy = solution
         self.mcp = list(mcp or [])
         self._card: AgentCard | None = None
+        self._configured = False
 
     @classmethod
     def from_spec(cls, argument: str) -> RemoteA2AAgent:
@@ -417,6 +426,10 @@ class RemoteA2AAgent:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         card = await self.card()
+        if not self._configured:
+            # Upstream-era agents learn their environment through mcp-config `add`.
+            await configure(self.url, card, self.mcp, dict(turn.peers))
+            self._configured = True
         left = max(deadline - loop.time(), 0.1)
         result = await exchange(
             self.url, card, turn.prompt, self.metadata(turn, card), timeout=left, limit=self.timeout

@@ -298,11 +298,12 @@ def create_a2a_app(
         routes=[
             Route(AGENT_CARD_WELL_KNOWN_PATH, agent_card, methods=["GET"]),
             Route(LEGACY_CARD_PATH, agent_card, methods=["GET"]),
+            # Before the REST routes: their tenant mount (`/{tenant}`) matches any path.
+            *extension_routes(setup),
             # Each JSON-RPC endpoint answers both A2A 1.0 and 0.3 method names.
             *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True),
             *create_jsonrpc_routes(handler, rpc_url=LEGACY_JSONRPC_PATH, enable_v0_3_compat=True),
             *create_rest_routes(handler, path_prefix=REST_PREFIX, enable_v0_3_compat=True),
-            *extension_routes(setup),
         ],
         lifespan=lifespan,
     )
