@@ -593,3 +593,50 @@ async def test_an_nl_action_whose_executor_is_down_fails_the_firing_clearly(base
     )
     assert balance(ctx) == 105
     await assert_stopped(ctx)
+
+
+# -- an agent built on upstream's A2A framework (a2a-sdk 0.3) ---------------------------------
+
+
+def _upstream_helper() -> Any:
+    """tests/agents/a2a_v03/upstream.py: upstream's venv and its echo agent (by path)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).parents[1] / "agents" / "a2a_v03" / "upstream.py"
+    spec = importlib.util.spec_from_file_location("agentenv_a2a_v03_upstream", path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    if not hasattr(module, "drive"):
+        spec.loader.exec_module(module)
+    return module
+
+
+async def test_a_task_deploys_an_upstream_agent_which_acts_through_the_served_gateway(
+    base: Path,
+) -> None:
+    helper = _upstream_helper()
+    python = helper.upstream_python()
+    async with helper.echo_agent(python) as url:
+        doc = {
+            "steps": [
+                DEPLOY_ENV,
+                {"id": "agent", "type": "deploy_agent", "agent_name": "a", "a2a_agent_id": url},
+                {
+                    "id": "ask",
+                    "type": "prompt_agent",
+                    "prompt": 'call deposit {"account_id": "a1", "amount": 5}',
+                },
+            ]
+        }
+        result, ctx = await run(doc, base)
+    assert result.status == "passed", result.error
+    answer = json.loads(step(result, "ask").output["response"])
+    [(name, seen)] = answer["servers"].items()
+    assert name == "bank"  # the env_id, as the registration's name
+    assert seen["tools"] == ["deposit", "get_account"]  # a customer's: close_account is hidden
+    assert seen["is_error"] is False
+    assert balance(ctx) == 105
+    [call] = calls(ctx)
+    assert (call.tool, call.role, call.principal) == ("deposit", "customer", "a")
+    await assert_stopped(ctx)
