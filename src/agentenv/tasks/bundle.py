@@ -3,8 +3,9 @@
 A bundle is a folder with any of `envs/<name>/`, `tasks/<name>.json|yaml`,
 `agents/<name>/`, `evals/<name>.toml`, `skills/<name>/SKILL.md`, `artifacts/<name>/`, an
 `aliases.toml` (the protocol's: `[envs] <folder> = ["<alias>", ...]`, more ids a task may
-name an env by) and a README.md whose text is its description. A task is named
-`<bundle>/<task>`.
+name an env by), `solutions/<task>.json|yaml` (ours: the reference solution of a task
+whose file is the protocol's bare list of steps, which has no room for one) and a
+README.md whose text is its description. A task is named `<bundle>/<task>`.
 
 The catalog searches, in order: the folders in `AGENTENV_PATH` (os.pathsep-separated),
 the current folder and its `bundles/` and `examples/bundles/`, and the examples that come
@@ -20,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentenv.env.environment import Environment
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import ENV_FILE_NAMES, read_document
-from agentenv.spec.task import TaskSpec
+from agentenv.spec.task import SolutionTurn, TaskSpec
 from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import StepError
 
@@ -45,6 +46,19 @@ def load_task_spec(path: Path) -> TaskSpec:
         return TaskSpec.model_validate(data)
     except ValidationError as exc:
         raise DocumentError.from_validation(exc, path) from None
+
+
+_SOLUTION: TypeAdapter[dict[str, SolutionTurn]] = TypeAdapter(dict[str, SolutionTurn])
+
+
+def _with_solution(spec: TaskSpec, path: Path) -> TaskSpec:
+    """The task with the reference solution of a `solutions/` file."""
+    data = read_document(path)
+    try:
+        solution = _SOLUTION.validate_python(data)
+    except ValidationError as exc:
+        raise DocumentError.from_validation(exc, path) from None
+    return spec.model_copy(update={"solution": solution})
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,14 @@ class Bundle:
         """The document of the task called `name`, if any."""
         for path in self.task_files():
             if path.stem == name:
+                return path
+        return None
+
+    def solution_file(self, task_name: str) -> Path | None:
+        """`solutions/<task>.json|yaml`, if the bundle has one."""
+        for suffix in TASK_SUFFIXES:
+            path = self.path / "solutions" / f"{task_name}{suffix}"
+            if path.is_file():
                 return path
         return None
 
@@ -235,6 +257,10 @@ class Task:
         if bundle is None and path.parent.name == "tasks" and Bundle.is_bundle(path.parent.parent):
             bundle = Bundle(path.parent.parent)
         spec = load_task_spec(path)
+        if bundle is not None and not spec.solution:
+            solution = bundle.solution_file(path.stem)
+            if solution is not None:
+                spec = _with_solution(spec, solution)
         name = f"{bundle.name}/{path.stem}" if bundle else spec.name
         return cls(spec=spec, name=name, bundle=bundle, file=path)
 

@@ -141,6 +141,17 @@ async def _serve(ctx: TaskContext, deployed: DeployedEnv) -> Any:
     return await BackgroundServer.start(build, host="127.0.0.1")
 
 
+def _last_error(stderr: str) -> str:
+    """The line of a traceback that says what went wrong (the last `SomeError: ...`)."""
+    lines = [line.strip(" |+-") for line in stderr.splitlines()]
+    lines = [line for line in lines if line]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.endswith(("Error", "Exception", "Exit")) or head.endswith("Group"):
+            return line
+    return lines[-1] if lines else ""
+
+
 def mcp_path(instance: str) -> str:
     """The MCP endpoint of an instance on a served gateway."""
     return "/mcp" if instance == DEFAULT_INSTANCE else f"/instances/{instance}/mcp"
@@ -150,6 +161,7 @@ async def run_script(ctx: TaskContext, deployed: DeployedEnv, script: Path) -> l
     """Serve the env, run the script's verify(mcp_url) in a child process, and return
     its rows; StepError for a script that fails or returns something else."""
     python = os.environ.get(VERIFY_PYTHON) or sys.executable
+    script = script.resolve()
     server = await _serve(ctx, deployed)
     try:
         url = server.url + mcp_path(deployed.instance)
@@ -180,7 +192,7 @@ async def run_script(ctx: TaskContext, deployed: DeployedEnv, script: Path) -> l
     stdout = out[:MAX_OUTPUT].decode("utf-8", "replace")
     stderr = err[:MAX_OUTPUT].decode("utf-8", "replace").strip()
     if proc.returncode != 0:
-        tail = stderr.splitlines()[-1] if stderr else f"exit code {proc.returncode}"
+        tail = _last_error(stderr) or f"exit code {proc.returncode}"
         raise StepError(f"{script}: verify() failed: {tail}")
     line = next((x for x in reversed(stdout.splitlines()) if x.startswith(_MARK)), None)
     if line is None:
