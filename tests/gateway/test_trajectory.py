@@ -226,3 +226,24 @@ async def test_a_recorded_call_does_not_change_when_the_caller_reuses_its_args(
     await gw.call(agent, "deposit", args)
     args["amount"] = 500
     assert gw.instance().trajectory[0].args == {"account_id": "a1", "amount": 5}
+
+
+def test_records_number_their_wire_events_as_they_are_appended() -> None:
+    traj = Trajectory()
+    _append(traj, tool="a")  # a call: two events
+    _append(traj, kind="control", event="clock_set")  # one
+    _append(traj, tool="b")
+    assert traj.event_count == 5
+    assert [traj.first_event(seq) for seq in range(3)] == [0, 2, 3]
+    assert [traj.record_at_event(n) for n in range(6)] == [0, 0, 1, 2, 2, 3]
+
+
+async def test_a_call_whose_tool_ran_records_its_write_window(
+    gw: Gateway, agent: Principal
+) -> None:
+    before = gw.instance().state.changes
+    await gw.call(agent, "transfer", {"source": "a1", "target": "a2", "amount": 1})
+    await gw.call(agent, "freeze", {"account_id": "a1"})  # denied: never ran
+    ran, denied = gw.instance().trajectory.calls()
+    assert (ran.changelog_id_before, ran.changelog_id) == (before, before + 2)
+    assert (denied.changelog_id_before, denied.changelog_id) == (None, before + 2)
