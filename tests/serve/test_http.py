@@ -40,10 +40,14 @@ def assert_too_large(r: httpx.Response, limit: int) -> None:
     assert r.status_code == 413, r.text
     assert r.headers["content-type"].startswith("application/json")
     assert r.json() == {
+        "ok": False,
         "error": {
-            "kind": "too_large",
+            "code": "too_large",
             "message": f"request body over the limit of {limit} bytes",
-        }
+            "retryable": False,
+            "applied": "no",
+            "kind": "too_large",
+        },
     }
 
 
@@ -169,13 +173,20 @@ def test_over_real_sockets_a_chunked_body_under_the_limit_is_served(
 # -- the error shape ------------------------------------------------------------------------
 
 
+# Our kinds that answer with one of upstream's codes; every other kind is its own code.
+CODES = {"bad_request": "invalid_params", "malformed_json": "invalid_params"}
+
+
 def assert_error(r: httpx.Response, status: int, kind: str) -> str:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
-    assert list(body) == ["error"]
-    assert sorted(body["error"]) == ["kind", "message"]
+    # Upstream's error body (`ok`, `error.{code, message, retryable, applied}`) plus our kind.
+    assert list(body) == ["ok", "error"] and body["ok"] is False
+    assert sorted(body["error"]) == ["applied", "code", "kind", "message", "retryable"]
     assert body["error"]["kind"] == kind
+    assert body["error"]["code"] == CODES.get(kind, kind)
+    assert body["error"]["applied"] == "no" and body["error"]["retryable"] is False
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]["message"]
 

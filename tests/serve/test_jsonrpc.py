@@ -46,9 +46,16 @@ def data(**collections: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def error_code(answer: dict[str, Any]) -> int:
-    assert set(answer["error"]) >= {"code", "message"}
+    assert set(answer["error"]) == {"code", "message", "data"}
     assert isinstance(answer["error"]["message"], str) and answer["error"]["message"]
+    # As upstream's SDK: `data.code` names the failure; `data.detail` says what went wrong.
+    assert set(answer["error"]["data"]) == {"code", "detail"}
+    assert answer["error"]["data"]["detail"] == answer["error"]["message"]
     return answer["error"]["code"]
+
+
+def data_code(answer: dict[str, Any]) -> str:
+    return answer["error"]["data"]["code"]
 
 
 async def state_hash(client: httpx.AsyncClient) -> str:
@@ -66,7 +73,7 @@ async def test_data_add_writes_records_that_tools_then_see(client: httpx.AsyncCl
     new = {"id": "T-3", "subject": "Screen flickers", "priority": 2}
     changed = {"id": "T-1", "subject": "Printer fixed", "status": "closed"}
     answer = await rpc(client, "data/add", {"parts": [data(tickets=[new, changed])]})
-    assert answer["result"] == {"records": 2}
+    assert answer["result"] == {}  # upstream's AddDataResponse: nothing
     tickets = {t["id"]: t for t in (await records(client))["tickets"]}
     assert tickets["T-3"] == new
     assert tickets["T-1"] == changed  # upsert: the record is replaced
@@ -84,7 +91,7 @@ async def test_data_add_keeps_text_and_file_parts(client: httpx.AsyncClient) -> 
         "file": {"uri": "file:///tmp/manual.pdf", "mimeType": "application/pdf"},
     }
     answer = await rpc(client, "data/add", {"parts": [text, file]})
-    assert answer["result"] == {"records": 0}
+    assert answer["result"] == {}
     parts = (await rpc(client, "data/get"))["result"]["parts"]
     assert parts[0]["kind"] == "data"
     assert parts[1:] == [text, file]
@@ -114,6 +121,7 @@ async def test_a_bad_data_add_is_an_error_and_applies_nothing(
     before = await state_hash(client)
     answer = await rpc(client, "data/add", {"parts": [*parts, {"kind": "text", "text": "note"}]})
     assert error_code(answer) == -32000
+    assert data_code(answer) == "add_failed"
     assert names in answer["error"]["message"]
     assert await state_hash(client) == before
     assert (await rpc(client, "data/get"))["result"] == {"parts": [{"kind": "data", "data": SEED}]}
@@ -131,6 +139,7 @@ async def test_data_reset_empties_the_environment(client: httpx.AsyncClient) -> 
         json={"action": "call_tool", "tool_name": "get_ticket", "arguments": {"id": "T-1"}},
     )
     assert r.json()["error"]["kind"] == "tool_error"
+    assert r.json()["isError"] is True
     # Seeding after a reset is data/add with data parts.
     await rpc(client, "data/add", {"parts": [data(tickets=[{"id": "T-7", "subject": "fresh"}])]})
     assert (await records(client))["tickets"] == [{"id": "T-7", "subject": "fresh"}]
@@ -155,6 +164,7 @@ async def test_the_data_plane_is_per_instance(client: httpx.AsyncClient) -> None
 async def test_an_unknown_method_is_32601(client: httpx.AsyncClient) -> None:
     answer = await rpc(client, "data/delete-everything")
     assert error_code(answer) == -32601
+    assert data_code(answer) == "method_not_found"
     assert "data/delete-everything" in answer["error"]["message"]
 
 
@@ -174,6 +184,7 @@ async def test_invalid_params_are_32602(client: httpx.AsyncClient, params: dict[
     before = await state_hash(client)
     answer = await rpc(client, "data/add", params)
     assert error_code(answer) == -32602
+    assert data_code(answer) == "invalid_params"
     assert "parts" in answer["error"]["message"]
     assert await state_hash(client) == before
 
@@ -222,7 +233,7 @@ async def test_a_batch_answers_each_request_in_order(client: httpx.AsyncClient) 
     assert r.status_code == 200
     answers = r.json()
     assert [a["id"] for a in answers] == ["a", "b", "c"]  # the notification gets no answer
-    assert answers[0]["result"] == {"records": 1}
+    assert answers[0]["result"] == {}
     assert answers[1]["error"]["code"] == -32601
     notes = answers[2]["result"]["parts"][0]["data"]["notes"]
     assert notes == [{"id": "N-1"}, {"id": "N-2"}]  # the notification was still carried out
@@ -256,9 +267,21 @@ async def test_an_agent_token_cannot_write_data(token_client: httpx.AsyncClient)
     ):
         answer = await rpc(token_client, method, params, **agent)
         assert error_code(answer) == -32003
+        assert data_code(answer) == "permission_denied"
     answer = await rpc(token_client, "data/get", **admin)
     assert answer["result"]["parts"][0]["data"] == SEED
     r = await token_client.post("/agentenv", json={"jsonrpc": "2.0", "id": 1, "method": "data/get"})
     assert r.status_code == 401
     answer = await rpc(token_client, "data/add", {"parts": [data(notes=[{"id": "N"}])]}, **admin)
-    assert answer["result"] == {"records": 1}
+    assert answer["result"] == {}
+
+
+async def test_upstreams_request_shape_is_answered(client: httpx.AsyncClient) -> None:
+    """What upstream's client sends: id 1, params always present, members we do not use."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "data/reset", "params": {}, "extra": True}
+    r = await client.post("/agentenv", json=body)
+    assert r.json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    parts = [{"kind": "data", "data": {"notes": [{"id": "N-5"}]}, "metadata": {"from": "x"}}]
+    answer = await rpc(client, "data/add", {"parts": parts})
+    assert answer["result"] == {}
+    assert (await records(client))["notes"] == [{"id": "N-5"}]

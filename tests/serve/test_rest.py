@@ -33,7 +33,15 @@ AGENT_TOOLS = [
 ]
 SUPERVISOR_TOOLS = [*AGENT_TOOLS, "close_ticket"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-ERROR_KEYS = {"kind", "message"}
+ERROR_KEYS = {"code", "message", "retryable", "applied", "kind"}
+# Our kinds that answer with one of upstream's codes; every other kind is its own code.
+CODES = {
+    "bad_request": "invalid_params",
+    "malformed_json": "invalid_params",
+    "invalid_arguments": "invalid_params",
+    "forbidden": "permission_denied",
+    "denied": "permission_denied",
+}
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -83,9 +91,10 @@ def assert_error_body(r: httpx.Response, status: int, kind: str) -> str:
     """The one error shape of the REST surface; returns the message."""
     assert r.status_code == status, r.text
     body = r.json()
-    assert set(body) == {"error"}
+    assert set(body) == {"ok", "error"} and body["ok"] is False
     assert set(body["error"]) == ERROR_KEYS
     assert body["error"]["kind"] == kind
+    assert body["error"]["code"] == CODES.get(kind, kind)
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]["message"]
 
@@ -94,10 +103,14 @@ def assert_failed_call(r: httpx.Response, status: int, kind: str) -> str:
     """A failed tool call: MCP CallToolResult with isError, plus our `error`."""
     assert r.status_code == status, r.text
     body = r.json()
-    assert set(body) == {"content", "isError", "structuredContent", "changelog_id", "error"}
+    keys = {"content", "isError", "structuredContent", "changelog_id", "error"}
+    assert set(body) == (keys if status == 200 else {"ok", *keys})
+    assert body.get("ok", False) is False
     assert body["isError"] is True
     assert body["structuredContent"] is None
+    assert set(body["error"]) == ERROR_KEYS
     assert body["error"]["kind"] == kind
+    assert body["error"]["code"] == CODES.get(kind, kind)
     [content] = body["content"]
     assert content["type"] == "text"
     assert body["error"]["message"] in content["text"]
@@ -107,18 +120,21 @@ def assert_failed_call(r: httpx.Response, status: int, kind: str) -> str:
 # -- /step: list_tools and call_tool --------------------------------------------------------
 
 
-async def test_list_tools_answers_mcp_tool_shapes(client: httpx.AsyncClient) -> None:
+async def test_list_tools_answers_upstreams_tool_shape(client: httpx.AsyncClient) -> None:
     r = await client.post("/step", json={"action": "list_tools"})
     assert r.status_code == 200
     body = r.json()
     assert set(body) == {"tools"}
     assert [t["name"] for t in body["tools"]] == AGENT_TOOLS
     for t in body["tools"]:
-        assert set(t) == {"name", "description", "inputSchema"}
-        assert t["inputSchema"]["type"] == "object"
+        # Upstream's name, description, parameters; MCP's inputSchema kept beside them.
+        assert list(t)[:3] == ["name", "description", "parameters"]
+        assert set(t) == {"name", "description", "parameters", "inputSchema"}
+        assert t["parameters"] == t["inputSchema"]
+        assert t["parameters"]["type"] == "object"
     add_note = next(t for t in body["tools"] if t["name"] == "add_note")
     assert add_note["description"].startswith("Add a note to a ticket.")
-    schema = add_note["inputSchema"]
+    schema = add_note["parameters"]
     assert set(schema["properties"]) == {"ticket_id", "text", "minutes"}
     assert sorted(schema["required"]) == ["text", "ticket_id"]
     assert schema["properties"]["minutes"]["type"] == "integer"
@@ -718,7 +734,12 @@ async def test_disable_hides_and_refuses_tools_for_one_role(client: httpx.AsyncC
         "/tools/disable", json={"role": "agent", "tools": ["add_note", "explode"]}
     )
     assert r.status_code == 200
-    assert r.json() == {"role_rules": {"agent": {"add_note": False, "explode": False}}}
+    assert r.json() == {
+        "role": "agent",
+        "disabled": ["add_note", "explode"],
+        "allowed": [],
+        "role_rules": {"agent": {"add_note": False, "explode": False}},  # ours: every role
+    }
     assert await tool_names(client, "agent") == [
         t for t in AGENT_TOOLS if t not in ("add_note", "explode")
     ]
@@ -728,6 +749,14 @@ async def test_disable_hides_and_refuses_tools_for_one_role(client: httpx.AsyncC
 
     r = await client.post("/tools/enable", json={"role": "agent", "tools": ["add_note"]})
     assert r.status_code == 200
+    assert (r.json()["role"], r.json()["disabled"], r.json()["allowed"]) == (
+        "agent",
+        ["explode"],
+        ["add_note"],
+    )
+    assert (await state_of(client))["roles"] == {
+        "agent": {"disabled": ["explode"], "allowed": ["add_note"]}
+    }
     assert await tool_names(client, "agent") == [t for t in AGENT_TOOLS if t != "explode"]
     r = await call(client, "add_note", ticket_id="T-1", text="x")
     assert r.status_code == 200 and r.json()["isError"] is False
@@ -848,6 +877,16 @@ async def test_control_operations_are_on_the_trajectory(client: httpx.AsyncClien
 
 async def test_state_reports_servers_tools_changelog_and_rules(client: httpx.AsyncClient) -> None:
     body = await state_of(client)
+    # Upstream's keys first, then ours.
+    assert list(body)[:4] == ["mcp_servers", "changelog_id", "roles", "tool_name_clashes"]
+    [served] = body["mcp_servers"]
+    assert served["name"] == "test-desk"
+    assert [t["name"] for t in served["tools"]] == sorted(SUPERVISOR_TOOLS)
+    for t in served["tools"]:
+        assert set(t) == {"name", "description", "parameters"}
+        assert t["parameters"]["type"] == "object"
+    assert body["roles"] == {}
+    assert body["tool_name_clashes"] == {}
     assert set(body) >= {"servers", "tools", "changelog_id", "role_rules"}
     assert body["name"] == "test-desk"
     assert body["version"] == "1.2.3"
@@ -855,14 +894,17 @@ async def test_state_reports_servers_tools_changelog_and_rules(client: httpx.Asy
     assert body["tools"] == sorted(SUPERVISOR_TOOLS)
     [server] = body["servers"]
     assert (server["name"], server["tools"]) == ("test-desk", sorted(SUPERVISOR_TOOLS))
-    assert body["roles"] == ["agent", "supervisor"]
+    assert body["declared_roles"] == ["agent", "supervisor"]
     assert body["role_rules"] == {}
     assert body["clock_armed"] is False
     assert body["instances"] == 1
     assert isinstance(body["changelog_id"], int)
     assert isinstance(body["state_hash"], str) and body["state_hash"]
     await set_time(client)
-    assert (await state_of(client))["tools"] == [*sorted(SUPERVISOR_TOOLS), "get_time"]
+    armed = await state_of(client)
+    assert armed["tools"] == [*sorted(SUPERVISOR_TOOLS), "get_time"]
+    assert armed["mcp_servers"][-1]["name"] == "gateway"  # upstream lists get_time so
+    assert [t["name"] for t in armed["mcp_servers"][-1]["tools"]] == ["get_time"]
 
 
 # -- instances ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import Principal, Tool
@@ -27,7 +27,7 @@ from agentenv.gateway.errors import (
 from agentenv.gateway.instance import Instance
 from agentenv.gateway.triggers import TriggersState
 from agentenv.spec.triggers import TriggerRegistration
-from agentenv.spec.wire import DataPart, Part
+from agentenv.spec.wire import DataPart, McpServerInfo, Part, RoleAccess, StepTool
 from agentenv.state import SEPARATOR, StateError
 
 if TYPE_CHECKING:
@@ -35,17 +35,23 @@ if TYPE_CHECKING:
 
 
 class GatewayStatus(BaseModel):
-    """What `GET /state` answers: servers, tools, changelog id, role rules."""
+    """What `GET /state` answers (dumped `by_alias`): upstream's `mcp_servers`,
+    `changelog_id`, `roles` (each role's own rules as `{disabled, allowed}`) and
+    `tool_name_clashes`, then ours. The declared role names (`.roles` here) go on the wire
+    as `declared_roles`, since upstream's `roles` is the rules map (`.access` here)."""
 
+    mcp_servers: list[McpServerInfo]
+    changelog_id: int
+    access: dict[str, RoleAccess] = Field(serialization_alias="roles")
+    tool_name_clashes: dict[str, list[str]] = Field(default_factory=dict)
     name: str
     version: str
     instance: str
     servers: list[dict[str, Any]]
     tools: list[str]
-    changelog_id: int
     state_hash: str
     role_rules: dict[str, dict[str, bool]]
-    roles: list[str]
+    roles: list[str] = Field(serialization_alias="declared_roles")
     clock_armed: bool
     instances: int
 
@@ -196,15 +202,28 @@ class ControlPlane:
         inst = self.instance(instance)
         tools = sorted(self.env.tools) + ([GET_TIME.name] if inst.clock.armed else [])
         committed = inst.state.committed()  # not a call's writes still in flight
+        rules = inst.access.rules()
+        servers = _servers(self.env)
+        mcp_servers = [
+            McpServerInfo(name=s["name"], tools=[_step_tool(self.env.tools[t]) for t in s["tools"]])
+            for s in servers
+        ]
+        if inst.clock.armed and GET_TIME.name not in self.env.tools:
+            # Served by the gateway itself, listed as upstream's gateway lists its own tools.
+            mcp_servers.append(McpServerInfo(name="gateway", tools=[_step_tool(GET_TIME)]))
         return GatewayStatus(
+            mcp_servers=mcp_servers,
+            access={role: RoleAccess.of(table) for role, table in rules.items()},
+            # Composition namespaces every child's tools, so two sources never serve one name.
+            tool_name_clashes={},
             name=self.env.name,
             version=self.env.version,
             instance=inst.id,
-            servers=_servers(self.env),
+            servers=servers,
             tools=tools,
             changelog_id=committed.changes,
             state_hash=committed.hash(),
-            role_rules=inst.access.rules(),
+            role_rules=rules,
             roles=list(self.env.roles),
             clock_armed=inst.clock.armed,
             instances=len(self._instances),
@@ -212,20 +231,38 @@ class ControlPlane:
 
     # -- data plane -------------------------------------------------------------------------
 
-    async def data_reset(self, principal: Principal, *, instance: str = DEFAULT_INSTANCE) -> None:
-        """`data/reset`: empty every collection and drop stored text and file parts."""
+    async def data_reset(
+        self, principal: Principal, *, instance: str = DEFAULT_INSTANCE, namespace: str = ""
+    ) -> None:
+        """`data/reset`: empty every collection and drop stored text and file parts.
+
+        With a child's `namespace` (`email__`), only that child's collections and parts."""
         self._control(principal)
         inst = self.instance(instance)
         async with inst.lock:
-            inst.state.clear()
-            inst.parts.clear()
-            self._note(inst, principal, "data_reset")
+            if namespace:
+                for coll in inst.state.collections:
+                    if coll.startswith(namespace):
+                        inst.state.clear(coll)
+                _child_parts(inst, namespace).clear()
+            else:
+                inst.state.clear()
+                inst.parts.clear()
+                inst.metadata.pop(_CHILD_PARTS, None)
+            self._note(inst, principal, "data_reset", namespace or None)
 
     async def data_add(
-        self, principal: Principal, parts: Iterable[Part], *, instance: str = DEFAULT_INSTANCE
+        self,
+        principal: Principal,
+        parts: Iterable[Part],
+        *,
+        instance: str = DEFAULT_INSTANCE,
+        namespace: str = "",
     ) -> int:
         """`data/add`: data parts upsert records (`{collection: [records]}`); text and file
-        parts are kept as they are. All or nothing. Returns the number of records written."""
+        parts are kept as they are. All or nothing. Returns the number of records written.
+
+        With a child's `namespace`, collections are named as the child names them."""
         self._control(principal)
         inst = self.instance(instance)
         parts = list(parts)
@@ -238,26 +275,35 @@ class ControlPlane:
                             continue
                         for coll, rows in part.data.items():
                             where = f"parts[{i}].data.{coll}"
-                            if coll not in inst.state.collections:
+                            if namespace + coll not in inst.state.collections:
                                 raise DataError(f"{where}: unknown collection {coll!r}")
                             if not isinstance(rows, list):
                                 rows = [rows]
                             for j, row in enumerate(rows):
                                 try:
-                                    inst.state.put(coll, row)
+                                    inst.state.put(namespace + coll, row)
                                 except StateError as exc:
                                     raise DataError(f"{where}[{j}]: {exc}") from None
                                 written += 1
             except DataError:
                 raise
-            inst.parts.extend(p for p in parts if not isinstance(p, DataPart))
-            self._note(inst, principal, "data_add", f"{written} records, {len(parts)} parts")
+            kept = inst.parts if not namespace else _child_parts(inst, namespace)
+            kept.extend(p for p in parts if not isinstance(p, DataPart))
+            where = f" ({namespace.removesuffix(SEPARATOR)})" if namespace else ""
+            self._note(inst, principal, "data_add", f"{written} records, {len(parts)} parts{where}")
             return written
 
-    def data_get(self, instance: str = DEFAULT_INSTANCE) -> list[Part]:
-        """`data/get`: one data part with every collection's records, then stored parts."""
+    def data_get(self, instance: str = DEFAULT_INSTANCE, *, namespace: str = "") -> list[Part]:
+        """`data/get`: one data part with every collection's records, then stored parts.
+
+        With a child's `namespace`: that child's collections, named as the child names them,
+        and the parts added through its own data plane."""
         inst = self.instance(instance)
-        return [DataPart(kind="data", data=inst.state.committed().to_dict()), *inst.parts]
+        records = inst.state.committed().to_dict()
+        if not namespace:
+            return [DataPart(kind="data", data=records), *inst.parts]
+        own = {c[len(namespace) :]: rows for c, rows in records.items() if c.startswith(namespace)}
+        return [DataPart(kind="data", data=own), *_child_parts(inst, namespace)]
 
     def record_message(
         self,
@@ -299,6 +345,20 @@ class ControlPlane:
             state_hash=inst.state.hash(),
             changelog_id=inst.state.changes,
         )
+
+
+_CHILD_PARTS = "agentenv.child_parts"  # Instance.metadata key: namespace -> stored parts
+
+
+def _child_parts(inst: Instance, namespace: str) -> list[Part]:
+    """The text and file parts added through one composed child's data plane."""
+    table: dict[str, list[Part]] = inst.metadata.setdefault(_CHILD_PARTS, {})
+    return table.setdefault(namespace, [])
+
+
+def _step_tool(tool: Tool) -> StepTool:
+    info = tool.info()
+    return StepTool(name=info.name, description=info.description, parameters=info.input_schema)
 
 
 def _servers(env: Environment) -> list[dict[str, Any]]:

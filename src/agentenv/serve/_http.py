@@ -22,19 +22,63 @@ DEFAULT_MAX_BODY = 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 
-class HttpError(Exception):
-    """An error answer: status code, a machine-readable kind and a message."""
+# Our error kinds and the `code` each answers with: upstream's code where its SDK has one
+# for the same failure, else the kind itself.
+_CODE_OF_KIND = {
+    "bad_request": "invalid_params",
+    "malformed_json": "invalid_params",
+    "invalid_arguments": "invalid_params",
+    "forbidden": "permission_denied",
+    "denied": "permission_denied",
+}
+# Kinds where the effect may have happened before the failure was seen.
+_APPLIED_UNKNOWN = frozenset({"timeout", "tool_error", "invalid_result"})
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
+
+class HttpError(Exception):
+    """An error answer: status code, a machine-readable kind and a message (and, where it
+    helps, a `hint` for the caller and whether a retry may succeed)."""
+
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        message: str,
+        *,
+        hint: str | None = None,
+        retryable: bool = False,
+    ) -> None:
         self.status = status
         self.kind = kind
         self.message = message
+        self.hint = hint
+        self.retryable = retryable
         super().__init__(message)
 
 
-def error_response(status: int, kind: str, message: str) -> JSONResponse:
-    """The one shape of every error answer: `{"error": {"kind", "message"}}`."""
-    return JSONResponse({"error": {"kind": kind, "message": message}}, status_code=status)
+def error_fields(
+    kind: str, message: str, *, hint: str | None = None, retryable: bool = False
+) -> dict[str, Any]:
+    """The `error` object of every error answer: upstream's `code`, `message`, `retryable`,
+    `applied` (and `hint` when there is one), plus our `kind`."""
+    fields: dict[str, Any] = {
+        "code": _CODE_OF_KIND.get(kind, kind),
+        "message": message,
+        "retryable": retryable,
+        "applied": "unknown" if kind in _APPLIED_UNKNOWN else "no",
+        "kind": kind,
+    }
+    if hint is not None:
+        fields["hint"] = hint
+    return fields
+
+
+def error_response(
+    status: int, kind: str, message: str, *, hint: str | None = None, retryable: bool = False
+) -> JSONResponse:
+    """The one shape of every error answer: `{"ok": false, "error": {code, message, ...}}`."""
+    body = {"ok": False, "error": error_fields(kind, message, hint=hint, retryable=retryable)}
+    return JSONResponse(body, status_code=status)
 
 
 def validation_message(exc: ValidationError) -> str:

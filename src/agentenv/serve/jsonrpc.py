@@ -1,4 +1,10 @@
-"""The JSON-RPC 2.0 data plane at the card's `url` (`/agentenv`): data/reset, add, get."""
+"""The JSON-RPC 2.0 data plane at the card's `url` (`/agentenv`): data/reset, add, get.
+
+Answers and errors are shaped as upstream AgentEnv's server SDK sends them: `data/reset` and
+`data/add` answer `{}`, `data/get` answers `{parts}`; an error carries `error.data.code`
+(`reset_failed`, `add_failed`, `get_failed`, ...) and `error.data.detail`. A composed child's
+data plane (`/svc/<key>/agentenv`) is the same, scoped to that child's collections.
+"""
 
 from __future__ import annotations
 
@@ -19,53 +25,65 @@ INVALID_PARAMS = -32602
 DATA_ERROR = -32000
 FORBIDDEN = -32003
 
+# The `error.data.code` of a method that failed, as upstream's SDK names them.
+_FAILED = {"data/reset": "reset_failed", "data/add": "add_failed", "data/get": "get_failed"}
 
-def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+def error(request_id: Any, code: int, message: str, data_code: str) -> dict[str, Any]:
+    """A JSON-RPC error answer; `data` names the failure for programs (`data.code`) and
+    repeats the message (`data.detail`)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": code, "message": message, "data": {"code": data_code, "detail": message}},
+    }
 
 
 async def handle(
-    gateway: Gateway, principal: Principal, instance: str, payload: Any
+    gateway: Gateway, principal: Principal, instance: str, payload: Any, *, namespace: str = ""
 ) -> dict[str, Any] | list[dict[str, Any]] | None:
-    """Answer one request or a batch; notifications (no id) get no answer."""
+    """Answer one request or a batch; notifications (no id) get no answer. `namespace` scopes
+    the data plane to one composed child (`""`: the whole environment)."""
     if isinstance(payload, list):
         if not payload:
-            return _error(None, INVALID_REQUEST, "empty batch")
-        answers = [await _one(gateway, principal, instance, item) for item in payload]
+            return error(None, INVALID_REQUEST, "empty batch", "invalid_request")
+        answers = [await _one(gateway, principal, instance, item, namespace) for item in payload]
         kept = [a for a in answers if a is not None]
         return kept or None
-    return await _one(gateway, principal, instance, payload)
+    return await _one(gateway, principal, instance, payload, namespace)
 
 
 async def _one(
-    gateway: Gateway, principal: Principal, instance: str, payload: Any
+    gateway: Gateway, principal: Principal, instance: str, payload: Any, namespace: str
 ) -> dict[str, Any] | None:
     raw_id = payload.get("id") if isinstance(payload, dict) else None
     try:
         request = JsonRpcRequest.model_validate(payload)
     except ValidationError as exc:
-        return _error(raw_id, INVALID_REQUEST, f"invalid request: {validation_message(exc)}")
+        message = f"invalid request: {validation_message(exc)}"
+        return error(raw_id, INVALID_REQUEST, message, "invalid_request")
     params = request.params if isinstance(request.params, dict) else {}
     try:
         if request.method == "data/reset":
-            await gateway.data_reset(principal, instance=instance)
+            await gateway.data_reset(principal, instance=instance, namespace=namespace)
             result: Any = {}
         elif request.method == "data/add":
             try:
                 parsed = DataAddParams.model_validate(params)
             except ValidationError as exc:
-                return _error(request.id, INVALID_PARAMS, validation_message(exc))
-            written = await gateway.data_add(principal, parsed.parts, instance=instance)
-            result = {"records": written}
+                return error(request.id, INVALID_PARAMS, validation_message(exc), "invalid_params")
+            await gateway.data_add(principal, parsed.parts, instance=instance, namespace=namespace)
+            result = {}
         elif request.method == "data/get":
-            parts = gateway.data_get(instance)
+            parts = gateway.data_get(instance, namespace=namespace)
             result = {"parts": [p.model_dump(by_alias=True, exclude_none=True) for p in parts]}
         else:
-            return _error(request.id, METHOD_NOT_FOUND, f"unknown method {request.method!r}")
+            message = f"method not found: {request.method!r}"
+            return error(request.id, METHOD_NOT_FOUND, message, "method_not_found")
     except Forbidden as exc:
-        return _error(request.id, FORBIDDEN, str(exc))
+        return error(request.id, FORBIDDEN, str(exc), "permission_denied")
     except GatewayError as exc:
-        return _error(request.id, DATA_ERROR, str(exc))
+        return error(request.id, DATA_ERROR, str(exc), _FAILED[request.method])
     if request.id is None and "id" not in (payload or {}):
         return None
     return {"jsonrpc": "2.0", "id": request.id, "result": result}

@@ -30,6 +30,7 @@ from agentenv.serve._http import (
     SESSION_HEADER,
     BodyLimit,
     HttpError,
+    error_fields,
     error_response,
     instance_of,
     prefix_of,
@@ -37,13 +38,14 @@ from agentenv.serve._http import (
     read_json,
     read_model,
 )
-from agentenv.serve.card import build_card
+from agentenv.serve.card import build_card, build_child_card, find_child_namespace
 from agentenv.serve.history import history_router
 from agentenv.spec.card import Interface
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import (
     AdvanceClockBody,
     RemoveTriggersBody,
+    RoleAccess,
     SetTimeBody,
     StepRequest,
     ToolAccessBody,
@@ -72,15 +74,17 @@ def _json(data: Any, status: int = 200) -> Response:
 def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) -> APIRouter:
     router = APIRouter()
 
+    def _card_principal(request: Request) -> Any:
+        try:
+            return principal_of(request, auth)
+        except AuthError:  # the card is public; anonymous callers see the default role's tools
+            return auth.principal(None, None) if auth.trusted else _anonymous(gateway)
+
     @router.get(CARD_PATH, summary="Environment Card")
     async def card(request: Request) -> Response:
-        try:
-            principal = principal_of(request, auth)
-        except AuthError:  # the card is public; anonymous callers see the default role's tools
-            principal = auth.principal(None, None) if auth.trusted else _anonymous(gateway)
         built = build_card(
             gateway,
-            principal,
+            _card_principal(request),
             instance=instance_of(request),
             prefix=prefix_of(request),
             interfaces=interfaces,
@@ -93,8 +97,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         body = await read_model(request, StepRequest)
         instance = instance_of(request)
         if body.action == "list_tools":
-            tools = gateway.list_tools(principal, instance)
-            return _json({"tools": [t.model_dump(by_alias=True) for t in tools]})
+            return _json({"tools": step_tools(gateway.list_tools(principal, instance))})
         assert body.tool_name is not None
         result = await gateway.call(
             principal,
@@ -103,8 +106,14 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
             instance=instance,
             session=request.headers.get(SESSION_HEADER),
         )
-        status = 200 if result.error is None else _STATUS_BY_KIND.get(result.error.kind, 200)
-        return _json(result.to_wire(), status)
+        if result.error is None:
+            return _json(result.to_wire())
+        answer = result.to_wire()
+        answer["error"] = error_fields(result.error.kind, result.error.message)
+        status = _STATUS_BY_KIND.get(result.error.kind, 200)
+        if status != 200:  # a refused call answers in the error shape (StepResult keys kept)
+            answer = {"ok": False, **answer}
+        return _json(answer, status)
 
     @router.get("/clock/time", summary="Virtual time (404 while the clock is not armed)")
     async def clock_time(request: Request) -> Response:
@@ -192,7 +201,8 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         rules = await gateway.set_tool_access(
             principal, action, body.role, body.tools, instance=instance_of(request)
         )
-        return _json({"role_rules": rules})
+        own = RoleAccess.of(rules.get(body.role, {})).model_dump()
+        return _json({"role": body.role, **own, "role_rules": rules})
 
     @router.post(
         "/tools/disable",
@@ -213,19 +223,65 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.get("/state", summary="Servers, tools, changelog id, role rules")
     async def state(request: Request) -> Response:
         principal_of(request, auth)
-        return _json(gateway.status(instance_of(request)).model_dump(mode="json"))
+        status = gateway.status(instance_of(request))
+        return _json(status.model_dump(mode="json", by_alias=True))
 
-    @router.post("/agentenv", summary="JSON-RPC data plane: data/reset, data/add, data/get")
-    async def data_plane(request: Request) -> Response:
+    async def _data_plane(request: Request, namespace: str) -> Response:
         principal = principal_of(request, auth)
         try:
             payload = await read_json(request)
         except HttpError as exc:
-            return _json(jsonrpc._error(None, jsonrpc.PARSE_ERROR, exc.message))
-        answer = await jsonrpc.handle(gateway, principal, instance_of(request), payload)
+            return _json(jsonrpc.error(None, jsonrpc.PARSE_ERROR, exc.message, "parse_error"))
+        answer = await jsonrpc.handle(
+            gateway, principal, instance_of(request), payload, namespace=namespace
+        )
         return Response(status_code=204) if answer is None else _json(answer)
 
+    @router.post("/agentenv", summary="JSON-RPC data plane: data/reset, data/add, data/get")
+    async def data_plane(request: Request) -> Response:
+        return await _data_plane(request, "")
+
+    def _child(request: Request) -> str:
+        key = request.path_params["svc_key"]
+        namespace = find_child_namespace(gateway.env, key)
+        if namespace is None:
+            raise HttpError(404, "not_found", f"no composed child {key!r} under /svc")
+        return namespace
+
+    @router.get("/svc/{svc_key}" + CARD_PATH, summary="A composed child's card")
+    async def child_card(request: Request) -> Response:
+        namespace = _child(request)
+        built = build_child_card(
+            gateway,
+            _card_principal(request),
+            namespace,
+            instance=instance_of(request),
+            prefix=prefix_of(request),
+        )
+        return _json(built.to_json())
+
+    @router.post("/svc/{svc_key}/agentenv", summary="A composed child's JSON-RPC data plane")
+    async def child_data_plane(request: Request) -> Response:
+        return await _data_plane(request, _child(request))
+
     return router
+
+
+def step_tools(tools: list[Any]) -> list[dict[str, Any]]:
+    """Tools as `/step list_tools` answers them: upstream's `name`, `description` and
+    `parameters`, with MCP's `inputSchema` (and `_meta`, if any) kept beside them."""
+    out = []
+    for tool in tools:
+        data = tool.model_dump(by_alias=True)
+        out.append(
+            {
+                "name": data["name"],
+                "description": data["description"],
+                "parameters": data["inputSchema"],
+                **data,
+            }
+        )
+    return out
 
 
 def _anonymous(gateway: Gateway) -> Any:
@@ -343,7 +399,9 @@ def create_app(
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HttpError)
     async def _http_error(request: Request, exc: HttpError) -> JSONResponse:
-        return error_response(exc.status, exc.kind, exc.message)
+        return error_response(
+            exc.status, exc.kind, exc.message, hint=exc.hint, retryable=exc.retryable
+        )
 
     @app.exception_handler(AuthError)
     async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:

@@ -1,10 +1,14 @@
-"""The Environment Card (`GET /.well-known/agent-env.json`), protocol version 1.0."""
+"""The Environment Card (`GET /.well-known/agent-env.json`), protocol version 1.0.
+
+Field names and nesting are upstream AgentEnv's (`EnvironmentCard` of its protocol package and
+the card its gateway serves); `description` and `version` on the card are ours, added keys.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agentenv.spec.wire import ToolInfo
 
@@ -23,18 +27,39 @@ class Interface(_Card):
 
 
 class ExtensionMethod(_Card):
-    """One endpoint of an extension."""
+    """One method of an extension, as `params.methods[<name>]` lists it.
+
+    `method` is the HTTP verb; `endpoint` is the method's own path (absent: the extension's
+    `params.endpoint`); `request` is the JSON Schema of the body (or query, for GET).
+    Absent fields are left out of the card rather than sent as null.
+    """
 
     method: str
-    endpoint: str
-    request_json_schema: dict[str, Any] | None = Field(default=None, alias="request-json-schema")
+    endpoint: str | None = None
+    request: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
 
 
 class ExtensionParams(_Card):
-    """Where an extension is served."""
+    """Where an extension is served and its methods, keyed by method name.
+
+    `features` is the triggers extension's list of supported features; other extensions
+    leave it out.
+    """
 
     endpoint: str
-    methods: list[ExtensionMethod] = Field(default_factory=list)
+    methods: dict[str, ExtensionMethod] = Field(default_factory=dict)
+    features: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("features") is None:
+            data.pop("features", None)
+        return data
 
 
 class Extension(_Card):

@@ -127,9 +127,7 @@ class DataAddParams(_Wire):
 
 
 class JsonRpcRequest(BaseModel):
-    """A JSON-RPC 2.0 request."""
-
-    model_config = ConfigDict(extra="forbid")
+    """A JSON-RPC 2.0 request (unknown members are ignored, as upstream's SDK does)."""
 
     jsonrpc: Literal["2.0"]
     method: str
@@ -184,7 +182,59 @@ class RemoveTriggersBody(_Wire):
     ids: list[str] = Field(min_length=1)
 
 
-class ErrorBody(_Wire):
-    """Every non-2xx answer of the REST surface: `{"error": {kind, message}}`."""
+class ErrorFields(BaseModel):
+    """The `error` object of a non-2xx answer: upstream's fields (`code`, `message`,
+    `retryable`, `applied`, `hint`) and ours (`kind`, the same as `code` or finer)."""
 
-    error: dict[str, str]
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    message: str
+    retryable: bool = False
+    applied: Literal["yes", "no", "unknown"] = "no"
+    hint: str | None = None
+    kind: str
+
+
+class ErrorBody(BaseModel):
+    """Every non-2xx answer of the REST surface: `{"ok": false, "error": {...}}`."""
+
+    ok: Literal[False] = False
+    error: ErrorFields
+
+
+class StepTool(BaseModel):
+    """A tool as `/step list_tools` and `/state` list it: upstream's `name`, `description`,
+    `parameters` (the input JSON Schema); `inputSchema` (the same schema, MCP's name) is ours."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class McpServerInfo(BaseModel):
+    """One entry of `/state`'s `mcp_servers`: a server (here: the environment or a composed
+    child) and the tools it serves."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    tools: list[StepTool]
+
+
+class RoleAccess(BaseModel):
+    """A role's own tool-access rules as upstream lists them: the tool names (or `*`, or a
+    `prefix*` pattern) it has disabled and those it has allowed."""
+
+    disabled: list[str]
+    allowed: list[str]
+
+    @classmethod
+    def of(cls, rules: dict[str, bool]) -> RoleAccess:
+        """From our rules table (name -> allowed)."""
+        return cls(
+            disabled=sorted(n for n, ok in rules.items() if not ok),
+            allowed=sorted(n for n, ok in rules.items() if ok),
+        )
