@@ -43,7 +43,13 @@ def _gateway(path: Path) -> Gateway:
 
 
 def validate(path: EnvPath) -> None:
-    """Check an environment document and say what it declares."""
+    """Check an environment document and say what it declares; or check task files (a
+    task file, or a bundle's tasks/), listing every problem of each."""
+    from agentenv.cli.validate_tasks import is_task_target, validate_tasks
+
+    if is_task_target(path):
+        validate_tasks(path)
+        return
     gateway = _gateway(path)
     env = gateway.env
     state = env.seed

@@ -22,6 +22,44 @@ from agentenv.tasks.step import STEPS, Step
 
 _UNSET = object()
 
+NOT_BUILT_STEP_TYPES = frozenset(
+    {
+        "add_skills",
+        "apply_server_config",
+        "build_mcp_cli",
+        "combine_universe_verdicts",
+        "deploy_human_agent",
+        "deploy_sandbox",
+        "install_agent",
+        "register_agent_triggers",
+        "review",
+        "run_container_unit_tests_verifier",
+        "run_docker_container",
+        "snapshot_agent_state",
+        "teardown_sandboxes",
+        "validation_gate_aggregator",
+        "verify_a2a_agent_card",
+        "verify_a2a_agent_config_identity",
+        "verify_a2a_agent_mcp",
+        "verify_a2a_core_protocol",
+        "verify_a2a_install",
+        "verify_a2a_modalities",
+        "verify_a2a_peer_agents",
+        "verify_a2a_role",
+        "verify_a2a_skill_config",
+        "verify_a2a_snapshot",
+        "verify_a2a_system_prompt",
+        "verify_a2a_trajectory",
+        "verify_env_card",
+        "verify_env_core_protocol",
+        "verify_mcp_env_assessment",
+        "verify_sandbox",
+        "verify_universe_load_export_roundtrip",
+    }
+)
+"""Step types of upstream AgentEnv (0.9) that are not built here: sandboxes, harness
+installs, container runs, agent validators. A task using one is refused, by name."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -106,7 +144,13 @@ def check_task(
         try:
             cls = registry.get(spec.type)
         except RegistryError as exc:
-            checked.problems.append(problem_at(task, ("steps", i, "type"), str(exc)))
+            message = str(exc)
+            if spec.type in NOT_BUILT_STEP_TYPES:
+                message = (
+                    f"not supported: {spec.type!r} is a step type of upstream AgentEnv that "
+                    "is not built here"
+                )
+            checked.problems.append(problem_at(task, ("steps", i, "type"), message))
             continue
         if not (isinstance(cls, type) and issubclass(cls, Step)):
             message = f"{spec.type!r} is registered but is not a Step class"

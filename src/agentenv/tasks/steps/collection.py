@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentenv.tasks.context import PromptRecord, TaskContext
-from agentenv.tasks.step import STEPS, Step
+from agentenv.tasks.step import STEPS, Step, Unhonoured
 
 Artifact = Literal["state", "trajectory", "prompts"]
 ALL_ARTIFACTS: list[Artifact] = ["state", "trajectory", "prompts"]
@@ -87,6 +87,24 @@ class CollectArtifacts(Step):
 
     type_name = "collect_artifacts"
     Params = CollectArtifactsParams
+    unhonoured = {
+        name: Unhonoured(
+            "collecting files from an agent's sandbox is not built (this step collects the "
+            "envs' state and trajectories, and the prompts)",
+            refuse=True,
+        )
+        for name in (
+            "agent_name",
+            "base_path",
+            "artifacts_key",
+            "artifact_paths",
+            "manifest_step_id",
+            "exclude_basenames",
+            "sandbox_name",
+            "container_name",
+            "universe_id_suffix",
+        )
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: CollectArtifactsParams = self.params  # type: ignore[assignment]

@@ -16,7 +16,7 @@ from agentenv.gateway import GatewayError
 from agentenv.gateway.clock import MAX_RATE
 from agentenv.spec.triggers import Executor, TriggerRegistration, TriggerSpec
 from agentenv.tasks.context import DeployedEnv, TaskContext
-from agentenv.tasks.step import STEPS, Step, StepError
+from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
 
 
 class _Params(BaseModel):
@@ -100,6 +100,19 @@ class RegisterEnvTriggers(Step):
 
     type_name = "register_env_triggers"
     Params = RegisterEnvTriggersParams
+    unhonoured = {
+        "executor_agent_name": Unhonoured(
+            "naming the nl executor by a deployed agent is not built; give "
+            "executor: {a2a_url, role}",
+            refuse=True,
+        ),
+        "executor_timeout_seconds": Unhonoured("give executor.timeout_seconds"),
+        "executor_hours": Unhonoured("give executor.hours"),
+        "await_fired": Unhonoured(
+            "waiting for triggers to fire is not built (fire them with the clock)", refuse=True
+        ),
+        "await_timeout_seconds": Unhonoured("goes with await_fired"),
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: RegisterEnvTriggersParams = self.params  # type: ignore[assignment]
@@ -129,6 +142,11 @@ class SyncEnvClock(Step):
 
     type_name = "sync_env_clock"
     Params = SyncEnvClockParams
+    unhonoured = {
+        "tolerate_missing_sync_time": Unhonoured(
+            "every environment here has a virtual clock", honoured=(True,)
+        ),
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: SyncEnvClockParams = self.params  # type: ignore[assignment]

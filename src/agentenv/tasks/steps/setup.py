@@ -16,7 +16,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from agentenv.env.tool import SYSTEM
 from agentenv.gateway import GatewayError
@@ -24,7 +24,7 @@ from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import read_document
 from agentenv.spec.wire import DataPart, Part
 from agentenv.tasks.context import TaskContext
-from agentenv.tasks.step import STEPS, Step, StepError
+from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
 
 ARTIFACTS_FOLDER = "artifacts"
 
@@ -53,6 +53,7 @@ class ResetEnv(Step):
 
     type_name = "reset_env"
     Params = ResetEnvParams
+    fail_task_on_error_default = False  # the protocol's default for this step
 
     async def run(self, ctx: TaskContext) -> Any:
         p: ResetEnvParams = self.params  # type: ignore[assignment]
@@ -143,6 +144,29 @@ class LoadArtifact(Step):
 
     type_name = "load_artifact"
     Params = LoadArtifactParams
+    unhonoured = {
+        **{
+            name: Unhonoured(
+                "loading an artifact by id, from URLs or from another step is not built; "
+                "give parts, records or path (e.g. artifacts/<id>/data.json)",
+                refuse=True,
+            )
+            for name in (
+                "artifact_id",
+                "artifact_version",
+                "artifacts",
+                "urls",
+                "collected_artifacts_step_id",
+                "artifact_from_step_id",
+            )
+        },
+        **{
+            name: Unhonoured("loading into a sandbox or an agent is not built", refuse=True)
+            for name in ("destination_path", "agent_name", "sandbox_name", "container_name")
+        },
+        "env_step_id": Unhonoured("an env id is deployed once per task here"),
+        "snapshot_after_load": Unhonoured("use a snapshot_env step", honoured=(False,)),
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: LoadArtifactParams = self.params  # type: ignore[assignment]
@@ -257,6 +281,24 @@ class RunCode(Step):
 
     type_name = "run_code"
     Params = RunCodeParams
+    unhonoured = {
+        **{
+            name: Unhonoured(
+                "running an artifact's script is not built; give code or command", refuse=True
+            )
+            for name in (
+                "script_artifact_id",
+                "script_artifact_version",
+                "script_file",
+                "entrypoint",
+                "args",
+                "result_id",
+            )
+        },
+        "agent_name": Unhonoured("code runs on this machine, not in an agent", refuse=True),
+        "sandbox_name": Unhonoured("code runs on this machine, not in a sandbox", refuse=True),
+        "env_id": Unhonoured("code runs on this machine; it reaches no env by itself"),
+    }
     default_timeout = 300.0
 
     async def run(self, ctx: TaskContext) -> Any:
@@ -318,7 +360,11 @@ class SnapshotEnvParams(_Params):
     """Fields of `snapshot_env`."""
 
     env_id: str | None = Field(default=None, description="Default: the only deployed env.")
-    name: str | None = Field(default=None, description="Default: the step's id.")
+    name: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("name", "snapshot_id"),
+        description="Default: the step's id (the protocol spells it `snapshot_id`).",
+    )
 
 
 @STEPS.add_builtin
@@ -328,6 +374,15 @@ class SnapshotEnv(Step):
 
     type_name = "snapshot_env"
     Params = SnapshotEnvParams
+    unhonoured = {
+        "env_instance_id": Unhonoured("each env id has one instance in a task here"),
+        "env_step_id": Unhonoured("an env id is deployed once per task here"),
+        "gateway_url": Unhonoured("snapshots are of the task's own envs", refuse=True),
+        "original_universe_artifact_id": Unhonoured("universe exports are not built"),
+        "export_timeout_seconds": Unhonoured("a snapshot is an in-memory copy"),
+        "include_env_trajectory": Unhonoured("the run folder keeps the trajectory"),
+        "include_env_changes": Unhonoured("the run folder keeps the trajectory"),
+    }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: SnapshotEnvParams = self.params  # type: ignore[assignment]
