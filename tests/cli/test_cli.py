@@ -216,7 +216,7 @@ def test_card_prints_the_environment_card_as_json(runner: CliRunner, env_dir: Pa
     assert card["url"] == "/agentenv"
     assert card["preferredTransport"] == "JSONRPC"
     assert [t["name"] for t in card["capabilities"]["tools"]] == [*AGENT_TOOLS, "get_time"]
-    assert len(card["capabilities"]["extensions"]) == 7
+    assert len(card["capabilities"]["extensions"]) == 8  # upstream's gateway extensions
 
 
 def test_card_follows_the_role(runner: CliRunner, env_dir: Path) -> None:
