@@ -105,7 +105,7 @@ def _process(
             process.wait()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def serve_env(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., contextlib.AbstractContextManager[str]]:
@@ -120,6 +120,15 @@ def serve_env(
         )
 
     return start
+
+
+@pytest.fixture(scope="session")
+def readonly_desk(
+    serve_env: Callable[..., contextlib.AbstractContextManager[str]],
+) -> Iterator[str]:
+    """One support-desk server shared by the modules whose drivers only read (tool client, preflight)."""
+    with serve_env(EXAMPLES / "support-desk") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +217,7 @@ class Probes:
         return self.value(name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def driver(upstream: Any) -> Callable[..., Probes]:
     """Run a driver script (tests/conformance/drivers/) with upstream's interpreter; returns its probes."""
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 Probes = Any  # conftest.Probes: the outcomes of one driver run
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "envs"
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 CUSTOMER_TOOLS = ["check_ticket_status", "get_time", "open_ticket"]
 """What support-desk's access rules leave the customer role."""
@@ -134,10 +132,9 @@ def _(p: Probes) -> None:
 
 
 @pytest.fixture(scope="module")
-def probes(serve_env: Callable[..., Any], driver: Callable[..., Probes]) -> Probes:
-    """Every tool-client call, made once against a fresh support-desk server."""
-    with serve_env(EXAMPLES / "support-desk") as base:
-        return driver("tool_client_probe.py", f"{base}/mcp")
+def probes(readonly_desk: str, driver: Callable[..., Probes]) -> Probes:
+    """Every tool-client call, made once (they only read) against the shared support-desk server."""
+    return driver("tool_client_probe.py", f"{readonly_desk}/mcp")
 
 
 @pytest.mark.parametrize("point", CHECKS, ids=[f"{area}:{name}" for area, name, _ in CHECKS])
