@@ -187,10 +187,14 @@ async def test_arming_adds_get_time_and_clearing_removes_it(gw: Gateway, agent: 
     assert gw.clock_time() == T0
     tools = {t.name: t for t in gw.list_tools(agent)}
     assert "get_time" in tools
-    assert tools["get_time"].input_schema["properties"] == {}
+    assert tools["get_time"].input_schema["properties"]["time_zone"]["type"] == "string"
+    assert tools["get_time"].input_schema["additionalProperties"] is False
     assert "get_time" in gw.status().tools and gw.status().clock_armed
     out = await gw.call(agent, "get_time", {})
-    assert out.value == {"virtual_time": "2026-03-02T09:00:00+00:00"}
+    assert out.value == {
+        "current_time": "2026-03-02T09:00:00Z",
+        "virtual_time": "2026-03-02T09:00:00Z",
+    }
     assert gw.clock_time() == T0  # get_time takes no time
 
     cleared = await gw.clear_clock(SYSTEM)
@@ -306,7 +310,10 @@ async def test_a_wall_clock_advanced_past_the_end_of_time_saturates_and_keeps_wo
     assert out.ok
     assert gw.instance().trajectory[out.seq].virtual_time == end
     assert (await gw.call(agent, "deposit", {"account_id": "a1", "amount": 1})).ok
-    assert (await gw.call(agent, "get_time", {})).value == {"virtual_time": end.isoformat()}
+    assert (await gw.call(agent, "get_time", {})).value == {
+        "current_time": "9999-12-31T23:59:59Z",
+        "virtual_time": "9999-12-31T23:59:59.999999Z",
+    }
 
 
 def _env(clock: dict) -> Environment:

@@ -25,6 +25,7 @@ from agentenv.serve.server import make_server
 from agentenv.spec.triggers import TriggerRegistration
 
 AGENT = Principal("agent", name="ada")
+SUPERVISOR = Principal("supervisor", name="sam")
 WAIT_S = 10.0
 
 
@@ -73,10 +74,12 @@ class Freezer:
         return f"froze {account}"
 
 
-def registration(executor: dict[str, Any] | None, **trigger: Any) -> TriggerRegistration:
+def registration(
+    executor: dict[str, Any] | None, watch: str = "agent", **trigger: Any
+) -> TriggerRegistration:
     return TriggerRegistration.model_validate(
         {
-            "watch_roles": ["agent"],
+            "watch_roles": [watch],
             **({"executor": executor} if executor else {}),
             "triggers": [
                 {
@@ -90,10 +93,8 @@ def registration(executor: dict[str, Any] | None, **trigger: Any) -> TriggerRegi
     )
 
 
-async def fire(gateway: Gateway, instance: str = "default") -> Any:
-    return await gateway.call(
-        AGENT, "deposit", {"account_id": "a2", "amount": 5}, instance=instance
-    )
+async def fire(gateway: Gateway, instance: str = "default", who: Principal = AGENT) -> Any:
+    return await gateway.call(who, "deposit", {"account_id": "a2", "amount": 5}, instance=instance)
 
 
 def trigger_info(gateway: Gateway, instance: str = "default") -> Any:
@@ -196,12 +197,14 @@ async def test_an_executor_configured_with_its_own_environment(bank_env: Environ
     assert gateway.instance().state.get("accounts", "a2").get("frozen") is True
 
 
-async def failure(gateway: Gateway, executor: dict[str, Any] | None, **trigger: Any) -> str:
-    await gateway.register_triggers(SYSTEM, registration(executor, **trigger))
-    result = await fire(gateway)
+async def failure(
+    gateway: Gateway, executor: dict[str, Any] | None, who: Principal = AGENT, **trigger: Any
+) -> str:
+    await gateway.register_triggers(SYSTEM, registration(executor, who.role, **trigger))
+    result = await fire(gateway, who=who)
     assert result.ok  # the provoking call itself went through
     info = trigger_info(gateway)
-    assert info.status == "failed"
+    assert (info.status, info.failure_count) == ("armed", 1)  # a failure re-arms it
     assert info.error is not None
     log = [e for e in gateway.triggers_state().log if e.event == "action_failed"]
     assert [e.detail for e in log] == [info.error]
@@ -231,7 +234,9 @@ async def test_an_executor_that_fails_its_task(served: Served) -> None:
     executor = await serve_agent(Freezer())
     try:
         # As the agent role, it may not freeze: its task fails, and so does the firing.
-        error = await failure(served.gateway, {"a2a_url": executor.url, "role": "agent"})
+        error = await failure(
+            served.gateway, {"a2a_url": executor.url, "role": "agent"}, who=SUPERVISOR
+        )
     finally:
         await executor.stop()
     assert error == (

@@ -120,7 +120,7 @@ async def test_an_action_trigger_fires_once_with_templated_args(gw: Gateway) -> 
             )
         ),
     )
-    assert ids == ["escalate"]
+    assert (ids.ok, ids.added, ids.all) == (True, ["escalate"], ["escalate"])
     assert info(gw, "escalate").status == "armed"
     assert info(gw, "escalate").type == "action"
 
@@ -238,7 +238,7 @@ async def test_an_action_as_a_role_obeys_that_roles_rules(gw: Gateway) -> None:
     await create(gw, "t2")
     assert notes(gw) == []
     t = info(gw, "escalate")
-    assert t.status == "failed"
+    assert (t.status, t.failure_count) == ("armed", 1)  # a failed firing re-arms it
     assert t.error == "actions[0] (tool): role 'agent' may not call 'add_note'"
     action_record = next(r for r in gw.instance().trajectory if r.kind == "trigger" and r.tool)
     assert (action_record.role, action_record.principal, action_record.denied) == (
@@ -260,8 +260,8 @@ async def test_a_delayed_trigger_is_queued_then_fired_when_the_clock_gets_there(
     assert notes(gw) == []
     t = info(gw, "escalate")
     assert t.status == "queued"
-    queued = next(e for e in gw.triggers_state().log if e.event == "queued")
-    assert queued.detail == "due 2026-03-02T09:10:00+00:00"
+    queued = next(e for e in gw.triggers_state().log if e.event == "delayed")
+    assert queued.detail == "due 2026-03-02T09:10:00Z"
 
     await gw.advance_clock(SYSTEM, timedelta(minutes=9))
     assert notes(gw) == []
@@ -272,7 +272,7 @@ async def test_a_delayed_trigger_is_queued_then_fired_when_the_clock_gets_there(
     assert info(gw, "escalate").status == "fired"
     fired = [r for r in gw.instance().trajectory if r.kind == "trigger" and r.event == "fired"]
     assert fired[0].virtual_time == T0 + timedelta(minutes=10)
-    assert events(gw, "escalate") == ["added", "detected", "queued", "action_ok", "fired"]
+    assert events(gw, "escalate") == ["added", "detected", "delayed", "action_ok", "fired"]
 
 
 async def test_a_once_trigger_is_queued_only_once(gw: Gateway) -> None:
@@ -356,7 +356,7 @@ async def test_a_state_check_that_fails_is_logged_and_does_not_fire(gw: Gateway)
     await gw.call(AGENT, "update_ticket", {"id": "t1", "status": "closed"})
     assert notes(gw) == []
     assert info(gw, "missing").status == "armed"
-    failed = [e for e in gw.triggers_state().log if e.event == "check_failed"]
+    failed = [e for e in gw.triggers_state().log if e.event == "eval_error"]
     assert len(failed) == 1
     assert failed[0].detail == "ToolError: no record 't9' in 'tickets'"
 
@@ -437,12 +437,23 @@ async def test_after_counts_from_registration_and_offset_from_clock_start(gw: Ga
     assert notes(gw) == ["after", "offset"]  # fired in time order
 
 
-async def test_a_relative_time_trigger_needs_an_armed_clock(gw: Gateway) -> None:
-    with pytest.raises(GatewayError, match="a relative time trigger needs an armed clock"):
-        await gw.register_triggers(
-            SYSTEM, reg(timed("at", at="2026-03-02T10:00:00Z"), timed("rel", after="PT1H"))
-        )
-    assert gw.triggers_state().triggers == []
+async def test_a_relative_time_trigger_registered_before_the_clock_counts_from_its_arming(
+    gw: Gateway,
+) -> None:
+    await gw.register_triggers(
+        SYSTEM,
+        reg(
+            timed("rel", after="PT1H"),
+            timed("from-start", at="PT2H"),  # the protocol's t0-relative `at`
+        ),
+    )
+    assert info(gw, "rel").next_due is None  # not known until the clock is armed
+    await gw.set_clock(SYSTEM, T0)
+    assert info(gw, "rel").next_mark == "2026-03-02T10:00:00Z"
+    assert info(gw, "from-start").next_mark == "2026-03-02T11:00:00Z"
+    await gw.advance_clock(SYSTEM, timedelta(hours=3))
+    assert fire_times(gw, "rel") == [T0 + timedelta(hours=1)]
+    assert fire_times(gw, "from-start") == [T0 + timedelta(hours=2)]
 
 
 async def test_every_with_count_fires_every_missed_occurrence_in_order(gw: Gateway) -> None:
@@ -580,7 +591,7 @@ async def test_an_nl_action_fails_with_a_clear_reason(gw: Gateway) -> None:
     )
     await create(gw, "t2")
     t = info(gw, "escalate")
-    assert t.status == "failed"
+    assert (t.status, t.failure_count) == ("armed", 1)  # a failed firing re-arms it
     assert t.error is not None and "nl actions go to an executor agent over A2A" in t.error
     assert t.error.startswith("actions[0] (nl): ")
     assert notes(gw) == []  # the first failure stops the firing
@@ -596,7 +607,7 @@ async def test_verify_that_does_not_hold_fails_the_firing(gw: Gateway) -> None:
     await gw.register_triggers(SYSTEM, reg(on_create(actions=[action, note_action("second")])))
     await create(gw, "t2")
     t = info(gw, "escalate")
-    assert (t.status, t.error) == ("failed", "actions[0] (tool): verify did not hold")
+    assert (t.status, t.error) == ("armed", "actions[0] (tool): verify did not hold")
     assert "second" not in notes(gw)
 
 
@@ -632,7 +643,7 @@ async def test_a_verify_that_raises_fails_the_firing_not_the_provoking_call(
     assert (out.ok, out.error) == (True, None)
     assert out.value == {"id": "a1", "owner": "Ada", "balance": 105}
     t = info(gw, "t1")
-    assert (t.status, t.fired) == ("armed", 1)  # a repeat trigger stays armed
+    assert (t.status, t.failure_count) == ("armed", 1)  # a repeat trigger stays armed
     assert t.error is not None and t.error.startswith("actions[0] (tool): ")
     assert "RecordNotFound" in t.error and "nope" in t.error
     assert events(gw, "t1") == ["added", "detected", "action_failed", "failed"]
@@ -647,7 +658,7 @@ async def test_a_verify_that_raises_fails_the_firing_not_the_provoking_call(
     out = await gw.call(AGENT, "deposit", {"account_id": "a1", "amount": 5})
     assert out.ok
     assert gw.instance().state.get("accounts", "a1")["balance"] == 110
-    assert (info(gw, "t1").status, info(gw, "t1").fired) == ("armed", 2)
+    assert (info(gw, "t1").status, info(gw, "t1").failure_count) == ("armed", 2)
     assert events(gw, "t1")[4:] == ["detected", "action_failed", "failed"]
 
 
@@ -656,7 +667,7 @@ async def test_a_failing_tool_action_fails_the_firing_and_writes_nothing(gw: Gat
     await gw.register_triggers(SYSTEM, reg(on_create(actions=[bad])))
     await create(gw, "t2")
     t = info(gw, "escalate")
-    assert t.status == "failed"
+    assert (t.status, t.failure_count) == ("armed", 1)  # a failed firing re-arms it
     assert t.error == "actions[0] (tool): invalid record notes: missing key field 'id'"
     assert notes(gw) == []
     action = next(r for r in gw.instance().trajectory if r.kind == "trigger" and r.tool)
@@ -667,7 +678,7 @@ async def test_a_placeholder_with_no_value_fails_the_firing(gw: Gateway) -> None
     await gw.register_triggers(SYSTEM, reg(on_create(actions=[note_action("${args.missing}")])))
     await create(gw, "t2")
     t = info(gw, "escalate")
-    assert t.status == "failed"
+    assert (t.status, t.failure_count) == ("armed", 1)  # a failed firing re-arms it
     assert t.error == "actions[0] (tool): ${args.missing} has no value in the provoking call"
     assert notes(gw) == []
 
@@ -684,7 +695,7 @@ async def test_a_barrier_timeout_fails_the_firing_and_rolls_back(bank_env: Envir
     out = await gw.call(Principal("agent"), "deposit", {"account_id": "a1", "amount": 1})
     assert out.ok
     t = info(gw, "slow")
-    assert t.status == "failed"
+    assert (t.status, t.failure_count) == ("armed", 1)  # a failed firing re-arms it
     assert t.error is not None and "barrier" in t.error
     assert gw.instance().state.count("audit") == 0
 
@@ -768,7 +779,7 @@ async def test_a_cancelled_call_ends_its_firing_and_a_repeat_trigger_fires_again
         await call
 
     t = info(gw, "t1")
-    assert (t.status, t.fired, t.error) == ("armed", 1, "the firing was cancelled")
+    assert (t.status, t.failure_count, t.error) == ("armed", 1, "the firing was cancelled")
     record = gw.instance().trajectory[-1]
     assert (record.kind, record.event, record.detail) == (
         "trigger",
@@ -779,7 +790,8 @@ async def test_a_cancelled_call_ends_its_firing_and_a_repeat_trigger_fires_again
     out = await gw.call(AGENT, "deposit", {"account_id": "a1", "amount": 5})
     assert out.ok
     assert sent == ["do it", "do it"]
-    assert (info(gw, "t1").status, info(gw, "t1").fired) == ("armed", 2)
+    t = info(gw, "t1")
+    assert (t.status, t.fire_count, t.failure_count) == ("armed", 1, 1)
     assert events(gw, "t1")[-2:] == ["action_ok", "fired"]
 
 
@@ -826,14 +838,16 @@ async def test_an_action_as_an_unknown_role_fails_the_registration(gw: Gateway, 
     assert notes(gw) == []
 
 
-async def test_registration_is_additive_by_id(gw: Gateway) -> None:
+async def test_registration_is_additive_by_id_and_the_same_spec_again_is_a_no_op(
+    gw: Gateway,
+) -> None:
     await gw.register_triggers(SYSTEM, reg(on_create("a"), on_create("b")))
-    await gw.register_triggers(
-        SYSTEM, reg(on_create("a", actions=[note_action("replaced")]), on_create("c"))
-    )
+    again = await gw.register_triggers(SYSTEM, reg(on_create("a"), on_create("c")))
+    assert (again.added, again.all) == (["a", "c"], ["a", "b", "c"])
     assert [t.id for t in gw.triggers_state().triggers] == ["a", "b", "c"]
+    assert events(gw, "a") == ["added"]  # the identical re-add changed nothing
     await create(gw, "t2")
-    assert sorted(notes(gw)) == ["n-t2", "replaced"]  # b and c write the same note id once
+    assert notes(gw) == ["n-t2"]  # a, b and c write the same note id once
     control = [r for r in gw.instance().trajectory if r.kind == "control"]
     assert [(r.event, r.detail) for r in control] == [
         ("triggers_register", "a, b"),
@@ -841,13 +855,30 @@ async def test_registration_is_additive_by_id(gw: Gateway) -> None:
     ]
 
 
-async def test_replacing_a_trigger_drops_the_old_ones_queued_firing(gw: Gateway) -> None:
-    await gw.set_clock(SYSTEM, T0)
-    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M", actions=[note_action("old")])))
+async def test_a_registered_id_with_a_different_spec_is_refused_and_nothing_is_added(
+    gw: Gateway,
+) -> None:
+    await gw.register_triggers(SYSTEM, reg(on_create("a")))
+    with pytest.raises(
+        GatewayError, match="trigger 'a' is already registered with a different spec"
+    ) as e:
+        await gw.register_triggers(
+            SYSTEM, reg(on_create("c"), on_create("a", actions=[note_action("replaced")]))
+        )
+    assert e.value.status == 400
+    assert [t.id for t in gw.triggers_state().triggers] == ["a"]
+    await gw.remove_triggers(SYSTEM, ["a"])  # removed, the id may be reused
+    await gw.register_triggers(SYSTEM, reg(on_create("a", actions=[note_action("replaced")])))
     await create(gw, "t2")
-    await gw.register_triggers(SYSTEM, reg(on_create(delay="PT10M", actions=[note_action("new")])))
-    await gw.advance_clock(SYSTEM, timedelta(hours=1))
-    assert "old" not in notes(gw)
+    assert notes(gw) == ["replaced"]
+
+
+async def test_an_id_is_made_up_for_a_trigger_without_one(gw: Gateway) -> None:
+    spec = on_create()
+    del spec["id"]
+    result = await gw.register_triggers(SYSTEM, reg(spec))
+    (made,) = result.added
+    assert made.startswith("trg_") and result.all == [made]
 
 
 async def test_remove_and_clear(gw: Gateway) -> None:
@@ -856,16 +887,17 @@ async def test_remove_and_clear(gw: Gateway) -> None:
     assert [t.id for t in gw.triggers_state().triggers] == ["b", "c"]
     assert events(gw, "a") == ["added", "removed"]
 
-    with pytest.raises(GatewayError, match="no trigger 'zz'"):
-        await gw.remove_triggers(SYSTEM, ["b", "zz"])
-    assert [t.id for t in gw.triggers_state().triggers] == ["b", "c"]
+    assert await gw.remove_triggers(SYSTEM, ["b", "zz"]) == ["b"]  # unknown ids are ignored
+    assert [t.id for t in gw.triggers_state().triggers] == ["c"]
 
     await gw.remove_triggers(SYSTEM, None)
     assert gw.triggers_state().triggers == []
     await create(gw, "t2")
     assert notes(gw) == []
+    assert gw.triggers_state().log == []  # clear forgets the firing log too
     assert [r.detail for r in gw.instance().trajectory if r.event == "triggers_remove"] == [
         "a",
+        "b, zz",
         "*",
     ]
 
@@ -886,8 +918,9 @@ async def test_the_firing_log_is_numbered_and_stamped(gw: Gateway) -> None:
     await gw.register_triggers(SYSTEM, reg(on_create()))
     await create(gw, "t2")
     log = gw.triggers_state().log
-    assert [e.seq for e in log] == list(range(len(log)))
-    assert all(e.virtual_time == T0 for e in log)
+    assert [e.seq for e in log] == list(range(1, len(log) + 1))
+    assert all(e.virtual_time == "2026-03-02T09:00:00Z" for e in log)
+    assert all(e.ts.endswith("Z") for e in log)
     detected = next(e for e in log if e.event == "detected")
     assert detected.detail == "create_ticket matched"
 
@@ -939,7 +972,8 @@ def test_check_value_extracts_then_tests() -> None:
     assert check_value(Predicate(equals="closed"), result, "status")
     assert check_value(Predicate(equals="closed"), result, "result.status")
     assert check_value(Predicate(regex="^clo"), result, "status")
-    assert not check_value(Predicate(regex="^1"), result, "items.0.id")  # regex needs text
+    assert check_value(Predicate(regex="^1"), result, "items.0.id")  # on the JSON text
+    assert check_value(Predicate(equals=1), result, "items[0].id")
     assert check_value(Predicate(equals=1), result, "items.0.id")
     assert check_value(Predicate(exists=False), result, "items.3")
     assert not check_value(Predicate(equals=None), result, "missing")

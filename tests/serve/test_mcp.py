@@ -787,7 +787,10 @@ async def test_arming_the_clock_adds_get_time_to_mcp(served: Served, mode: str) 
         assert "get_time" in listed
         result = await client.call_tool("get_time", {})
         assert not result.is_error, result
-        assert result.structured_content == {"virtual_time": "2026-03-02T09:00:00+00:00"}
+        assert result.structured_content == {
+            "current_time": "2026-03-02T09:00:00Z",
+            "virtual_time": "2026-03-02T09:00:00Z",
+        }
 
 
 async def test_tool_access_changed_on_one_instance_shows_only_on_its_endpoint(

@@ -252,7 +252,8 @@ def test_registration_fields() -> None:
         }
     )
     assert reg.watch_roles == ["agent"]
-    assert reg.executor is not None and reg.executor.timeout_seconds == 60.0
+    assert reg.executor is not None
+    assert reg.executor.timeout_seconds == 120.0  # the protocol's default
 
 
 # -- triggers inside an environment document -------------------------------------------------

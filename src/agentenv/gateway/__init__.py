@@ -17,7 +17,8 @@ from agentenv.gateway.gateway import Gateway
 from agentenv.gateway.instance import Instance
 from agentenv.gateway.results import CallResult
 from agentenv.gateway.trajectory import Trajectory, TrajectoryRecord
-from agentenv.gateway.triggers import LogEntry, TriggerEngine, TriggerInfo, TriggersState
+from agentenv.gateway.trigger_state import LogEntry, TriggerInfo, TriggersState
+from agentenv.gateway.triggers import TriggerEngine
 
 __all__ = [
     "ADMIN_ROLE",

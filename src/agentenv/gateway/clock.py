@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
 
-from agentenv.env.tool import Tool, ToolContext
+from agentenv.env.tool import Tool, ToolContext, ToolError
 from agentenv.spec.environment import ClockSpec
 
 MAX_RATE = 86400.0
@@ -23,13 +25,35 @@ ClockMode = Literal["stepped", "wall"]
 
 
 class ClockState(BaseModel):
-    """What `GET /clock/state` answers."""
+    """What `GET /clock/state` answers: the protocol's `armed`, `t0` (the virtual time the
+    clock was last set to), `virtual_seconds_per_real_second` and `virtual_time`, and our
+    `mode`. `t0` and `virtual_time` are left out on the wire while the clock is unarmed."""
 
     armed: bool
-    mode: ClockMode
-    virtual_time: datetime | None = None
+    t0: datetime | None = Field(default=None, description="The virtual time last set.")
     virtual_seconds_per_real_second: float
-    start: datetime | None = Field(default=None, description="When the clock was last set.")
+    virtual_time: datetime | None = None
+    mode: ClockMode
+
+    @property
+    def start(self) -> datetime | None:
+        """`t0` (the name our Python API used before)."""
+        return self.t0
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON body: instants in UTC with a `Z`, absent ones left out."""
+        out: dict[str, Any] = {"armed": self.armed}
+        if self.t0 is not None:
+            out["t0"] = _iso(self.t0)
+        out["virtual_seconds_per_real_second"] = self.virtual_seconds_per_real_second
+        if self.virtual_time is not None:
+            out["virtual_time"] = _iso(self.virtual_time)
+        out["mode"] = self.mode
+        return out
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class ClockNotArmed(RuntimeError):
@@ -124,17 +148,76 @@ class VirtualClock:
         """The clock as `GET /clock/state` shows it."""
         return ClockState(
             armed=self.armed,
-            mode=self.mode,
-            virtual_time=self.now(),
+            t0=self.start,
             virtual_seconds_per_real_second=self.rate,
-            start=self.start,
+            virtual_time=self.now(),
+            mode=self.mode,
         )
 
 
-def _get_time(ctx: ToolContext) -> dict[str, str]:
-    """The current virtual time (RFC 3339)."""
-    return {"virtual_time": ctx.now.isoformat()}
+GET_TIME_DESCRIPTION = (
+    "The current date and time in this environment. Do not go by the clock of the machine "
+    "you run on, nor by what you believe today's date is: they do not agree with this "
+    "environment. Read this tool instead, and work out from its answer every date or time "
+    "you give another tool and every relative phrase you resolve (today, overdue, next "
+    "week). current_time is UTC, like the dates and times the other tools take. Given your "
+    "user's IANA time zone as time_zone, the answer also has local_time, the same instant "
+    "in that zone, for talking to your user; it does not change what you pass to tools. "
+    "Time moves on while you work: read it again before each write rather than reusing an "
+    "old answer. In a raw query string, write the date this tool gives rather than NOW() "
+    "or CURRENT_DATE, so the query can be repeated."
+)
+"""What agents read about `get_time` (the facts of the protocol's, in our words)."""
+
+GET_TIME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "time_zone": {
+            "type": "string",
+            "description": (
+                'An IANA time zone name, e.g. "Europe/Paris" or "America/Chicago"; the '
+                "answer then also has time_zone and local_time (that instant in that zone)."
+            ),
+        }
+    },
+    "additionalProperties": False,
+}
 
 
-GET_TIME = Tool.from_function(_get_time, name="get_time", kind="read", duration=timedelta(0))
+def _get_time(ctx: ToolContext, time_zone: str | None = None) -> dict[str, str]:
+    """The current virtual time: `current_time` (UTC, to the second), and with `time_zone`
+    also `time_zone` and `local_time`. We add `virtual_time`, the same instant exactly."""
+    now = ctx.now.astimezone(UTC)
+    answer = {
+        "current_time": _iso(now.replace(microsecond=0)),
+        "virtual_time": _iso(now),
+    }
+    if time_zone is None:
+        return answer
+    try:
+        zone = ZoneInfo(time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolError(
+            f"unknown time zone {time_zone!r}: give an IANA time zone name such as "
+            "'America/New_York'"
+        ) from None
+    try:
+        local = now.replace(microsecond=0).astimezone(zone)
+    except OverflowError:
+        raise ToolError(
+            f"{answer['current_time']} cannot be shown in {time_zone!r}: out of range"
+        ) from None
+    return {**answer, "time_zone": time_zone, "local_time": local.isoformat()}
+
+
+GET_TIME = replace(
+    Tool.from_function(
+        _get_time,
+        name="get_time",
+        kind="read",
+        duration=timedelta(0),
+        description=GET_TIME_DESCRIPTION,
+    ),
+    input_schema=GET_TIME_SCHEMA,
+)
 """The tool an armed clock adds for agents."""

@@ -25,7 +25,7 @@ from agentenv.gateway.errors import (
     GatewayError,
 )
 from agentenv.gateway.instance import Instance
-from agentenv.gateway.triggers import TriggersState
+from agentenv.gateway.trigger_state import RegisterResult, TriggersState
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import DataPart, McpServerInfo, Part, RoleAccess, StepTool
 from agentenv.state import SEPARATOR, StateError
@@ -140,25 +140,28 @@ class ControlPlane:
         registration: TriggerRegistration,
         *,
         instance: str = DEFAULT_INSTANCE,
-    ) -> list[str]:
-        """Add triggers (additive by id); a bad trigger fails the whole registration."""
+    ) -> RegisterResult:
+        """Add triggers (additive by id; the same spec again changes nothing, a different
+        one under a registered id is refused); a bad trigger fails the whole registration."""
         self._control(principal)
         inst = self.instance(instance)
         async with inst.lock:
-            ids = self._firer.register(inst, registration)
-            self._note(inst, principal, "triggers_register", ", ".join(ids))
+            result = self._firer.register(inst, registration)
+            self._note(inst, principal, "triggers_register", ", ".join(result.added))
             await self._firer.fire_due(inst)
-            return ids
+            return result
 
     async def remove_triggers(
         self, principal: Principal, ids: list[str] | None, *, instance: str = DEFAULT_INSTANCE
-    ) -> None:
-        """Remove triggers by id, or all of them when `ids` is None."""
+    ) -> list[str]:
+        """Remove triggers by id (unknown ids are ignored; returns those removed), or clear
+        everything, watch roles, executors and firing log included, when `ids` is None."""
         self._control(principal)
         inst = self.instance(instance)
         async with inst.lock:
-            self._firer.remove(inst, ids)
+            removed = self._firer.remove(inst, ids)
             self._note(inst, principal, "triggers_remove", ", ".join(ids) if ids else "*")
+            return removed
 
     def triggers_state(self, instance: str = DEFAULT_INSTANCE) -> TriggersState:
         """Every trigger's status and the firing log."""

@@ -14,20 +14,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentenv.env.tool import SYSTEM, Principal
-from agentenv.gateway.triggers import (
-    Firing,
-    TemplateError,
-    TriggerError,
-    check_value,
-    render,
-)
+from agentenv.gateway.trigger_rules import TemplateError, add, check_value, next_opening, render
+from agentenv.gateway.trigger_state import RegisterResult
+from agentenv.gateway.triggers import Firing, TriggerError
 from agentenv.spec.triggers import (
     CheckStep,
     Executor,
+    ExpDelay,
     NlAction,
     PermissionAction,
     ToolAction,
@@ -41,6 +38,10 @@ if TYPE_CHECKING:
 
 class _ActionFailed(Exception):
     pass
+
+
+class _Deferred(Exception):
+    """The rest of the firing was put off (an action's delay, an executor's hours)."""
 
 
 class NlActionError(Exception):
@@ -93,7 +94,7 @@ class Firer:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
 
-    def register(self, inst: Instance, registration: TriggerRegistration) -> list[str]:
+    def register(self, inst: Instance, registration: TriggerRegistration) -> RegisterResult:
         """Check the registration against the environment, then add it (all or nothing)."""
         from agentenv.gateway.errors import GatewayError
 
@@ -108,6 +109,8 @@ class Firer:
             if when.type == "state":
                 for j, step in enumerate(when.check):
                     known(step.tool, f"when.check[{j}].tool", trigger.id)
+            if when.type == "time" and when.unless is not None:
+                known(when.unless.tool, "when.unless.tool", trigger.id)
             for i, action in enumerate(trigger.actions):
                 if isinstance(action, ToolAction):
                     known(action.tool, f"actions[{i}].tool", trigger.id)
@@ -123,17 +126,13 @@ class Firer:
         except TriggerError as exc:
             raise GatewayError(str(exc)) from None
 
-    def remove(self, inst: Instance, ids: list[str] | None) -> None:
-        """Remove some triggers or all."""
-        from agentenv.gateway.errors import GatewayError
-
-        try:
-            if ids is None:
-                inst.triggers.clear(inst.clock.now())
-            else:
-                inst.triggers.remove(ids, inst.clock.now())
-        except TriggerError as exc:
-            raise GatewayError(str(exc)) from None
+    def remove(self, inst: Instance, ids: list[str] | None) -> list[str]:
+        """Remove some triggers (unknown ids are ignored; returns those removed), or clear
+        them all, with the watch roles, executors and firing log (`ids` None)."""
+        if ids is None:
+            inst.triggers.clear()
+            return []
+        return inst.triggers.remove(ids, inst.clock.now())
 
     async def after_call(
         self, inst: Instance, principal: Principal, tool: str, args: dict[str, Any], result: Any
@@ -150,7 +149,7 @@ class Firer:
             try:
                 holds = all(self._check(inst, step, now) for step in when.check)
             except Exception as exc:
-                engine.log(trigger.id, "check_failed", now, f"{type(exc).__name__}: {exc}")
+                engine.log(trigger.id, "eval_error", now, f"{type(exc).__name__}: {exc}")
                 continue
             if holds:
                 firings += engine.state_matched(trigger, now)
@@ -159,7 +158,7 @@ class Firer:
 
     async def fire_due(self, inst: Instance) -> None:
         """Fire queued and time triggers whose moment has come."""
-        for firing in inst.triggers.due(inst.clock.now()):
+        for firing in inst.triggers.due(inst.clock.now(), inst.clock.start):
             await self.fire(inst, firing)
 
     def _check(self, inst: Instance, step: CheckStep, now: datetime | None) -> bool:
@@ -170,12 +169,18 @@ class Firer:
         engine = inst.triggers
         trigger = firing.trigger
         now = firing.at or inst.clock.now()
+        if firing.cause is None:
+            firing.cause = now
         engine.started(firing)
         scope = {"args": firing.args, "result": firing.result}
         error: str | None = None
         timeout = trigger.spec.barrier.timeout_seconds if trigger.spec.barrier else None
+        deferred = False
         try:
             await asyncio.wait_for(self._run_actions(inst, firing, scope, now), timeout)
+        except _Deferred:
+            deferred = True
+            engine.deferred(firing)
         except _ActionFailed as exc:
             error = str(exc)
         except TimeoutError:
@@ -185,20 +190,27 @@ class Firer:
             error = "the firing was cancelled"
             raise
         finally:
-            # Whatever happened, the trigger leaves `firing` and the record is written.
-            engine.finished(firing, error, now)
-            inst.trajectory.append(
-                kind="trigger",
-                wall_time=datetime.now(UTC),
-                virtual_time=now,
-                role=SYSTEM.role,
-                principal=SYSTEM.name,
-                trigger_id=trigger.id,
-                event="failed" if error else "fired",
-                detail=error,
-                state_hash=inst.state.hash(),
-                changelog_id=inst.state.changes,
-            )
+            # Whatever happened (but a put-off), the trigger leaves `firing`, recorded.
+            if not deferred:
+                self._finished(inst, firing, error, now)
+
+    def _finished(
+        self, inst: Instance, firing: Firing, error: str | None, now: datetime | None
+    ) -> None:
+        trigger = firing.trigger
+        inst.triggers.finished(firing, error, now)
+        inst.trajectory.append(
+            kind="trigger",
+            wall_time=datetime.now(UTC),
+            virtual_time=now,
+            role=SYSTEM.role,
+            principal=SYSTEM.name,
+            trigger_id=trigger.id,
+            event="failed" if error else "fired",
+            detail=error,
+            state_hash=inst.state.hash(),
+            changelog_id=inst.state.changes,
+        )
 
     async def _run_actions(
         self, inst: Instance, firing: Firing, scope: dict[str, Any], now: datetime | None
@@ -206,7 +218,10 @@ class Firer:
         engine = inst.triggers
         trigger = firing.trigger
         for i, action in enumerate(trigger.spec.actions):
+            if i < firing.start:
+                continue
             label = f"actions[{i}] ({action.type})"
+            self._wait(inst, firing, i, action, now, label)
             try:
                 if isinstance(action, ToolAction):
                     caller = (
@@ -232,7 +247,7 @@ class Firer:
                     request = NlInstruction(
                         instruction=str(render(action.instruction, scope)),
                         trigger_id=trigger.id,
-                        executor=trigger.executor,
+                        executor=engine.executor_for(action),
                         env=self.gateway.env.name,
                         instance=inst.id,
                         virtual_time=now,
@@ -240,18 +255,59 @@ class Firer:
                         result=firing.result,
                     )
                     await self._send_nl(inst, request, label)
-                if action.verify is not None and not self._check(inst, action.verify, now):
-                    raise _ActionFailed(f"{label}: verify did not hold")
+                if action.verify is not None:
+                    if not self._check(inst, action.verify, now):
+                        engine.log(trigger.id, "verify_failed", now, label, action_index=i)
+                        raise _ActionFailed(f"{label}: verify did not hold")
+                    engine.log(trigger.id, "verify_ok", now, label, action_index=i)
             except _ActionFailed as exc:
-                engine.log(trigger.id, "action_failed", now, str(exc))
+                engine.log(trigger.id, "action_failed", now, str(exc), action_index=i)
                 raise
             except (TemplateError, Exception) as exc:  # a bad template, a check that raised
                 reason = (
                     str(exc) if isinstance(exc, TemplateError) else f"{type(exc).__name__}: {exc}"
                 )
-                engine.log(trigger.id, "action_failed", now, f"{label}: {reason}")
+                engine.log(trigger.id, "action_failed", now, f"{label}: {reason}", action_index=i)
                 raise _ActionFailed(f"{label}: {reason}") from None
-            engine.log(trigger.id, "action_ok", now, label)
+            engine.log(trigger.id, "action_ok", now, label, action_index=i)
+
+    def _wait(
+        self,
+        inst: Instance,
+        firing: Firing,
+        index: int,
+        action: ToolAction | NlAction | PermissionAction,
+        now: datetime | None,
+        label: str,
+    ) -> None:
+        """Put the firing off (_Deferred) while action `index` must wait: for its `delay`,
+        counted from the firing's cause, then for its executor's working hours."""
+        engine = inst.triggers
+        resumed = firing.waited and index == firing.start
+        if action.delay is not None and not resumed:
+            if now is None or firing.cause is None:
+                message = f"{label}: a delayed action needs an armed clock"
+                engine.log(firing.trigger.id, "action_failed", now, message, action_index=index)
+                raise _ActionFailed(message)
+            delay = action.delay
+            if isinstance(delay, ExpDelay):
+                rng = firing.trigger.delay_rngs[index]
+                delay = timedelta(seconds=rng.expovariate(1.0 / delay.mean.total_seconds()))
+            due = add(firing.cause, delay)
+            if due is None:
+                message = f"{label}: its delay runs past the end of time"
+                engine.log(firing.trigger.id, "action_failed", now, message, action_index=index)
+                raise _ActionFailed(message)
+            if due > now:
+                engine.defer(firing, index, due, "delayed", now, waited=True)
+                raise _Deferred
+        if isinstance(action, NlAction) and now is not None:
+            executor = engine.executor_for(action)
+            hours = executor.hours if executor is not None else None
+            opens = next_opening(now, hours) if hours is not None else None
+            if opens is not None:
+                engine.defer(firing, index, opens, "deferred", now, waited=True)
+                raise _Deferred
 
     async def _send_nl(self, inst: Instance, request: NlInstruction, label: str) -> str:
         """Send an nl action's instruction with the lock released (the executor may call

@@ -1,16 +1,21 @@
 """Trigger bookkeeping for one instance: what is armed, what is due, what happened.
 
 The engine decides *when* triggers fire and keeps their status and firing log; the
-Gateway carries out the actions (through the same pipeline as every tool call). Keeping
-the two apart lets the engine be tested with no tools at all.
+Firer (gateway.firing) carries out the actions, through the same pipeline as every tool
+call. Keeping the two apart lets the engine be tested with no tools at all.
 
 Timing rules (written down in docs/gateway.md):
 * action and state triggers fire right after the provoking call, before its answer goes
   back, unless they carry a `delay` (ours), in which case they are queued until the
   virtual clock reaches call time + delay;
+* an action with its own `delay`, or an nl action whose executor is outside its working
+  hours, is put off: the firing goes on from that action once the clock gets there;
 * time triggers fire once the virtual clock has reached their due time; every missed
-  occurrence of an `every` trigger fires, in order, up to `count` and `until`;
-* calls made by trigger actions do not provoke triggers (no cascades, no loops).
+  occurrence of an `every` trigger fires, in order, up to `count` and `until`; one
+  anchored `after` another trigger is due `offset` after that one fires;
+* a one-shot time trigger with `unless` is cancelled by a matching call before it is due;
+* calls made by trigger actions do not provoke triggers, and neither do the executors'
+  calls unless a `when.roles` names their role (no cascades, no loops).
 """
 
 from __future__ import annotations
@@ -18,94 +23,71 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-import re
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
-
+from agentenv.gateway.trigger_model import (
+    ArmedTrigger,
+    Firing,
+    TriggerError,
+    check_executors,
+    first_due,
+    info,
+    next_due,
+    settled,
+    spec_key,
+    wall,
+)
+from agentenv.gateway.trigger_rules import (
+    TemplateError,
+    add,
+    check_value,
+    matches,
+    render,
+)
+from agentenv.gateway.trigger_state import (
+    EventKind,
+    RegisterResult,
+    TriggerConfig,
+    TriggerEvent,
+    TriggersState,
+    TriggerStatus,
+    iso,
+)
 from agentenv.spec.triggers import (
     ActionWhen,
     Executor,
-    Predicate,
+    ExpDelay,
+    NlAction,
     StateWhen,
     TimeWhen,
     TriggerRegistration,
-    TriggerSpec,
-    WherePredicate,
 )
 from agentenv.state._canonical import digest
 
-TriggerStatus = Literal["armed", "firing", "queued", "fired", "failed"]
+__all__ = [
+    "MAX_CATCH_UP",
+    "SUPPORTED_TRIGGER_FEATURES",
+    "ArmedTrigger",
+    "Firing",
+    "TemplateError",
+    "TriggerEngine",
+    "TriggerError",
+    "check_value",
+    "render",
+]
 
-SUPPORTED_TRIGGER_FEATURES: tuple[str, ...] = ()
-"""The triggers/v1 features (upstream's names) this engine honours; the card declares them."""
+SUPPORTED_TRIGGER_FEATURES: tuple[str, ...] = (
+    "named_executors",
+    "provoking_roles",
+    "action_delay",
+    "executor_hours",
+    "unless",
+    "executor_hours_time_zone",
+)
+"""The triggers/v1 features (upstream's names) this engine honours; the card declares them.
+`website` is not among them: it needs website environments, which we do not have."""
 MAX_CATCH_UP = 1000  # occurrences of one `every` trigger fired by a single clock jump
-
-
-class TriggerError(ValueError):
-    """A registration or removal that cannot be done; nothing was changed."""
-
-
-class LogEntry(BaseModel):
-    """One line of a trigger's firing log."""
-
-    seq: int
-    trigger_id: str
-    event: str
-    virtual_time: datetime | None = None
-    detail: str | None = None
-
-
-class TriggerInfo(BaseModel):
-    """A trigger as `GET /triggers/state` shows it."""
-
-    id: str
-    type: str
-    status: TriggerStatus
-    fired: int
-    next_due: datetime | None = None
-    description: str = ""
-    error: str | None = None
-
-
-class TriggersState(BaseModel):
-    """What `GET /triggers/state` answers."""
-
-    triggers: list[TriggerInfo]
-    log: list[LogEntry]
-
-
-@dataclass
-class ArmedTrigger:
-    """A registered trigger and its run-time status."""
-
-    spec: TriggerSpec
-    watch_roles: list[str] | None = None
-    executor: Executor | None = None
-    status: TriggerStatus = "armed"
-    fired: int = 0
-    next_due: datetime | None = None
-    error: str | None = None
-    rng: random.Random | None = None
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-    def watches(self, role: str) -> bool:
-        return self.watch_roles is None or role in self.watch_roles
-
-
-@dataclass
-class Firing:
-    """One occasion on which a trigger's actions are to run."""
-
-    trigger: ArmedTrigger
-    at: datetime | None
-    args: dict[str, Any] = field(default_factory=dict)
-    result: Any = None
 
 
 class TriggerEngine:
@@ -115,9 +97,13 @@ class TriggerEngine:
         self._triggers: dict[str, ArmedTrigger] = {}
         self._queue: list[tuple[datetime, int, Firing]] = []
         self._counter = itertools.count()
-        self._log: list[LogEntry] = []
+        self._events: list[TriggerEvent] = []
         self._by_tool: dict[str, list[ArmedTrigger]] = {}
+        self._unless_tools: set[str] = set()
         self._timed = False  # any time trigger registered; lets `due` skip its scan
+        self._watch_roles: list[str] | None = None
+        self._watch_set = False
+        self.executors: dict[str | None, Executor] = {}  # the unnamed one under None
 
     # -- registration ---------------------------------------------------------------------
 
@@ -126,12 +112,32 @@ class TriggerEngine:
         registration: TriggerRegistration,
         now: datetime | None,
         clock_start: datetime | None,
-    ) -> list[str]:
-        """Add triggers (replacing any with the same id). All or nothing."""
+    ) -> RegisterResult:
+        """Add triggers by id: an identical re-add changes nothing, a different spec under a
+        registered id is refused, as is a change of watch roles or of an executor. All or
+        nothing."""
+        watch = self._resolve_watch(registration)
+        executors = self._resolve_executors(registration, watch)
+        added: list[str] = []
         armed: list[ArmedTrigger] = []
         for spec in registration.triggers:
-            watch = spec.watch_roles if spec.watch_roles is not None else registration.watch_roles
-            trigger = ArmedTrigger(spec, watch, registration.executor)
+            added.append(spec.id)
+            check_executors(spec, executors)
+            existing = self._triggers.get(spec.id)
+            if existing is not None:
+                if spec_key(existing.spec) != spec_key(spec):
+                    raise TriggerError(
+                        f"trigger {spec.id!r} is already registered with a different spec; "
+                        "remove it first or use a new id"
+                    )
+                continue
+            per = spec.watch_roles if spec.watch_roles is not None else watch
+            trigger = ArmedTrigger(spec, per)
+            trigger.delay_rngs = {
+                i: random.Random(a.delay.seed)
+                for i, a in enumerate(spec.actions)
+                if isinstance(a.delay, ExpDelay)
+            }
             when = spec.when
             if isinstance(when, ActionWhen | StateWhen) and when.delay and now is None:
                 raise TriggerError(f"trigger {spec.id!r}: 'delay' needs an armed clock")
@@ -139,41 +145,99 @@ class TriggerEngine:
                 # No seed given: one derived from the id, so a run stays reproducible.
                 seed = when.seed if when.seed is not None else digest("trigger", spec.id)
                 trigger.rng = random.Random(seed)
-                trigger.next_due = _first_due(spec.id, when, now, clock_start, trigger.rng)
+                trigger.next_due = first_due(when, now, clock_start, trigger.rng)
             armed.append(trigger)
-        replaced = {t.id for t in armed if t.id in self._triggers}
-        if replaced:  # a replaced trigger's queued firings go with it
-            self._queue = [q for q in self._queue if q[2].trigger.id not in replaced]
-            heapq.heapify(self._queue)
+        self._watch_roles = watch
+        self._watch_set = self._watch_set or registration.watch_roles is not None
+        self.executors = executors
         for trigger in armed:
             self._triggers[trigger.id] = trigger
             self.log(trigger.id, "added", now)
         self._reindex()
-        return [t.id for t in armed]
+        return RegisterResult(added=added, all=list(self._triggers))
 
-    def remove(self, ids: list[str], now: datetime | None) -> None:
-        """Remove triggers by id; unknown ids are an error and nothing is removed."""
-        ids = list(dict.fromkeys(ids))
-        missing = [i for i in ids if i not in self._triggers]
-        if missing:
-            raise TriggerError(f"no trigger {', '.join(map(repr, missing))}")
-        for trigger_id in ids:
+    def _resolve_watch(self, registration: TriggerRegistration) -> list[str] | None:
+        given = registration.watch_roles
+        if given is None:
+            return self._watch_roles
+        if self._watch_set and sorted(set(given)) != sorted(set(self._watch_roles or [])):
+            was = "every role" if self._watch_roles is None else sorted(self._watch_roles)
+            raise TriggerError(
+                f"watch_roles {sorted(set(given))} conflicts with the registered {was}; "
+                "clear the triggers to change it"
+            )
+        return sorted(set(given))
+
+    def _resolve_executors(
+        self, registration: TriggerRegistration, watch: list[str] | None
+    ) -> dict[str | None, Executor]:
+        incoming: dict[str | None, Executor] = dict(registration.executors)
+        if registration.executor is not None:
+            incoming[None] = registration.executor
+        merged = dict(self.executors)
+        for name, executor in incoming.items():
+            label = "executor" if name is None else f"executors[{name!r}]"
+            if executor.role and watch is not None and executor.role in watch:
+                raise TriggerError(
+                    f"{label}.role {executor.role!r} is in watch_roles {watch}: the executor's "
+                    "own calls would provoke triggers"
+                )
+            if name in merged and merged[name] != executor:
+                raise TriggerError(
+                    f"{label} conflicts with the registered one; clear the triggers to change it"
+                )
+            merged[name] = executor
+        return merged
+
+    def remove(self, ids: list[str], now: datetime | None) -> list[str]:
+        """Remove triggers by id (unknown ids are ignored); returns those removed."""
+        removed = [i for i in dict.fromkeys(ids) if i in self._triggers]
+        for trigger_id in removed:
             del self._triggers[trigger_id]
             self.log(trigger_id, "removed", now)
-        self._queue = [q for q in self._queue if q[2].trigger.id not in ids]
+        self._queue = [q for q in self._queue if q[2].trigger.id not in removed]
         heapq.heapify(self._queue)
         self._reindex()
+        return removed
 
-    def clear(self, now: datetime | None) -> None:
-        """Remove every trigger."""
-        self.remove(list(self._triggers), now)
+    def clear(self) -> None:
+        """Forget every trigger, the watch roles, the executors and the firing log."""
+        self._triggers.clear()
+        self._queue.clear()
+        self._events.clear()
+        self._watch_roles, self._watch_set = None, False
+        self.executors = {}
+        self._reindex()
 
     def _reindex(self) -> None:
         self._by_tool = {}
         self._timed = any(isinstance(t.spec.when, TimeWhen) for t in self._triggers.values())
+        self._unless_tools = set()
         for trigger in self._triggers.values():
-            if isinstance(trigger.spec.when, ActionWhen):
-                self._by_tool.setdefault(trigger.spec.when.tool, []).append(trigger)
+            when = trigger.spec.when
+            if isinstance(when, ActionWhen):
+                self._by_tool.setdefault(when.tool, []).append(trigger)
+            if isinstance(when, TimeWhen) and when.unless is not None:
+                self._unless_tools.add(when.unless.tool)
+
+    # -- who provokes what ----------------------------------------------------------------
+
+    def executor_for(self, action: NlAction) -> Executor | None:
+        """The executor an nl action goes to: the one it names, else the unnamed one."""
+        return self.executors.get(action.executor)
+
+    def _provoked_by(self, trigger: ArmedTrigger, role: str) -> bool:
+        when = trigger.spec.when
+        roles = None
+        if isinstance(when, ActionWhen | StateWhen):
+            roles = when.roles
+        elif when.unless is not None:
+            roles = when.unless.roles
+        if roles is not None:
+            return role in roles
+        if trigger.watch_roles is not None and role not in trigger.watch_roles:
+            return False
+        return role not in {e.role for e in self.executors.values() if e.role}
 
     # -- what fires -----------------------------------------------------------------------
 
@@ -185,44 +249,89 @@ class TriggerEngine:
             for t in self._triggers.values()
         )
 
-    def on_call(
-        self, role: str, tool: str, args: dict[str, Any], result: Any, now: datetime | None
-    ) -> list[Firing]:
-        """Action triggers provoked by a successful call; delayed ones are queued instead."""
-        candidates = self._by_tool.get(tool)
-        if not candidates:
-            return []
-        scope = {"args": args, "result": result}
-        out = []
-        for trigger in candidates:
-            when = trigger.spec.when
-            assert isinstance(when, ActionWhen)
-            if trigger.status not in ("armed", "queued") or not trigger.watches(role):
-                continue
-            if trigger.status == "queued" and not when.repeat:
-                continue
-            if all(_test(p, _lookup(scope, p.path)) for p in when.where):
-                self.log(trigger.id, "detected", now, f"{tool} matched")
-                out += self._schedule(Firing(trigger, now, args, result), when.delay, now)
-        return out
-
     @property
     def empty(self) -> bool:
         """Whether no trigger is registered (lets the gateway skip all trigger work)."""
         return not self._triggers
 
+    def on_call(
+        self, role: str, tool: str, args: dict[str, Any], result: Any, now: datetime | None
+    ) -> list[Firing]:
+        """Cancel the deadlines this successful call answers, then return the action
+        triggers it provoked (delayed ones are queued instead)."""
+        scope = {"args": args, "result": result}
+        if tool in self._unless_tools:
+            self._cancel_answered(role, tool, scope, now)
+        out: list[Firing] = []
+        for trigger in self._by_tool.get(tool, ()):
+            when = trigger.spec.when
+            assert isinstance(when, ActionWhen)
+            if not self._provoked_by(trigger, role):
+                continue
+            if trigger.status not in ("armed", "queued", "firing") or (
+                trigger.status != "armed" and not when.repeat
+            ):
+                continue
+            if matches(when.where, scope):
+                self._detected(trigger, now, f"{tool} matched", role, tool)
+                out += self._schedule(Firing(trigger, now, args, result), when.delay, now)
+        return out
+
+    def _cancel_answered(
+        self, role: str, tool: str, scope: dict[str, Any], now: datetime | None
+    ) -> None:
+        for trigger in list(self._triggers.values()):
+            when = trigger.spec.when
+            if not isinstance(when, TimeWhen) or when.unless is None:
+                continue
+            if when.unless.tool != tool or trigger.status != "armed":
+                continue
+            if not self._provoked_by(trigger, role):
+                continue
+            if when.anchor is not None and trigger.next_due is None:
+                # Its window opens when its anchor starts firing (the anchor's own
+                # reply counts), not before.
+                anchor = self._triggers.get(when.anchor)
+                if anchor is None or anchor.status not in ("firing", "queued"):
+                    continue
+            if matches(when.unless.where, scope):
+                self._cancel(trigger, now, f"{tool} by {role} answered it")
+
+    def _cancel(self, trigger: ArmedTrigger, now: datetime | None, why: str) -> None:
+        trigger.status = "cancelled"
+        trigger.next_due = None
+        self.log(trigger.id, "cancelled", now, why)
+        for other in self._triggers.values():
+            when = other.spec.when
+            if isinstance(when, TimeWhen) and when.anchor == trigger.id and other.status == "armed":
+                self._cancel(other, now, f"its anchor {trigger.id!r} was cancelled")
+
+    def _detected(
+        self,
+        trigger: ArmedTrigger,
+        now: datetime | None,
+        detail: str,
+        role: str | None = None,
+        tool: str | None = None,
+    ) -> None:
+        trigger.detected_at = wall()
+        provoking = {"tool": tool, "role": role} if tool is not None else {"source": "clock"}
+        self.log(trigger.id, "detected", now, detail, provoking=provoking)
+
     def state_triggers(self, role: str) -> list[ArmedTrigger]:
-        """Armed state triggers that watch this role."""
+        """Armed state triggers this role's calls provoke."""
         return [
             t
             for t in self._triggers.values()
-            if isinstance(t.spec.when, StateWhen) and t.status == "armed" and t.watches(role)
+            if isinstance(t.spec.when, StateWhen)
+            and t.status == "armed"
+            and self._provoked_by(t, role)
         ]
 
     def state_matched(self, trigger: ArmedTrigger, now: datetime | None) -> list[Firing]:
         """A state trigger whose checks all hold: fire now or queue it."""
         assert isinstance(trigger.spec.when, StateWhen)
-        self.log(trigger.id, "detected", now, "state checks hold")
+        self._detected(trigger, now, "state checks hold")
         return self._schedule(Firing(trigger, now), trigger.spec.when.delay, now)
 
     def _schedule(
@@ -230,17 +339,42 @@ class TriggerEngine:
     ) -> list[Firing]:
         if delay is None or now is None:
             return [firing]
-        due = _add(now, delay)
+        due = add(now, delay)
         if due is None:  # past the end of time: it never comes due
-            self.log(firing.trigger.id, "failed", now, "its delay runs past the end of time")
+            self._failed(firing.trigger, now, "its delay runs past the end of time")
             return []
         firing.at = due
         firing.trigger.status = "queued"
-        heapq.heappush(self._queue, (firing.at, next(self._counter), firing))
-        self.log(firing.trigger.id, "queued", now, f"due {firing.at.isoformat()}")
+        heapq.heappush(self._queue, (due, next(self._counter), firing))
+        self.log(firing.trigger.id, "delayed", now, f"due {iso(due)}")
         return []
 
-    def due(self, now: datetime | None) -> list[Firing]:
+    def defer(
+        self,
+        firing: Firing,
+        index: int,
+        due: datetime,
+        kind: EventKind,
+        now: datetime | None,
+        *,
+        waited: bool,
+    ) -> None:
+        """Put the rest of a firing off until `due`, going on from action `index`."""
+        rest = Firing(
+            firing.trigger,
+            due,
+            firing.args,
+            firing.result,
+            cause=firing.cause,
+            start=index,
+            waited=waited,
+        )
+        firing.trigger.waiting = True
+        heapq.heappush(self._queue, (due, next(self._counter), rest))
+        extra = {"action_index": index, "until": iso(due)}
+        self.log(firing.trigger.id, kind, now, f"actions[{index}] waits until {iso(due)}", **extra)
+
+    def due(self, now: datetime | None, clock_start: datetime | None = None) -> list[Firing]:
         """Queued and time firings whose moment has come, in time order."""
         if now is None or not (self._queue or self._timed):
             return []
@@ -248,198 +382,123 @@ class TriggerEngine:
         while self._queue and self._queue[0][0] <= now:
             out.append(heapq.heappop(self._queue))
         for trigger in self._triggers.values():
-            if not isinstance(trigger.spec.when, TimeWhen) or trigger.status != "armed":
+            when = trigger.spec.when
+            if not isinstance(when, TimeWhen) or trigger.status != "armed":
                 continue
+            if trigger.next_due is None and when.anchor is None and trigger.attempts == 0:
+                # Registered before the clock was armed: its first moment is known now.
+                assert trigger.rng is not None
+                trigger.next_due = first_due(when, now, clock_start or now, trigger.rng)
             for handed_out in range(1, MAX_CATCH_UP + 1):
-                due = trigger.next_due
-                if due is None or due > now:
+                moment = trigger.next_due
+                if moment is None or moment > now:
                     break
-                out.append((due, next(self._counter), Firing(trigger, due)))
-                trigger.next_due = _next_due(trigger, due, fired=handed_out)
+                out.append((moment, next(self._counter), Firing(trigger, moment)))
+                trigger.next_due = next_due(trigger, moment, handed_out, clock_start)
         out.sort(key=lambda item: (item[0], item[1]))
         return [item[2] for item in out]
 
     def started(self, firing: Firing) -> None:
         """Mark a firing as running."""
+        trigger = firing.trigger
+        if firing.start == 0 and not firing.waited:
+            trigger.attempts += 1
+            if isinstance(trigger.spec.when, TimeWhen):
+                self._detected(trigger, firing.at, f"due at {iso(firing.at)}")
+        trigger.status = "firing"
+        trigger.waiting = False
+
+    def deferred(self, firing: Firing) -> None:
+        """A firing that put its remaining actions off: it stays `firing`, waiting."""
         firing.trigger.status = "firing"
 
     def finished(self, firing: Firing, error: str | None, now: datetime | None) -> None:
         """Record how a firing ended and set the trigger's next status."""
         trigger = firing.trigger
-        trigger.fired += 1
         when = trigger.spec.when
         repeats = isinstance(when, ActionWhen | StateWhen) and when.repeat
-        pending = any(q[2].trigger is trigger for q in self._queue)
+        mine = [q[2] for q in self._queue if q[2].trigger is trigger]
+        pending = any(f.start == 0 and not f.waited for f in mine)
+        if any(f.start or f.waited for f in mine):  # another firing waits to go on
+            trigger.waiting = True
         if error is not None:
-            # A trigger that fires again (repeat, `every`, or already queued) stays armed:
-            # one failed firing must not silence the rest. Its last error is kept.
             trigger.error = error
-            self.log(trigger.id, "failed", now, error)
-            again = repeats or pending or (isinstance(when, TimeWhen) and trigger.next_due)
-            trigger.status = ("queued" if pending else "armed") if again else "failed"
+            self._failed(trigger, now, error)
+            if isinstance(when, TimeWhen):
+                # A failed time trigger is retired, as the protocol does; an action or
+                # state trigger re-arms, so one bad firing does not silence it.
+                trigger.status, trigger.next_due = "failed", None
+                self._queue = [q for q in self._queue if q[2].trigger is not trigger]
+                heapq.heapify(self._queue)
+            else:
+                trigger.status = settled(trigger, "queued" if pending else "armed")
             return
-        self.log(trigger.id, "fired", now)
+        trigger.fire_count += 1
+        trigger.fired_at = wall()
+        self.log(trigger.id, "fired", now, fire_count=trigger.fire_count)
         if isinstance(when, TimeWhen):
-            trigger.status = "armed" if trigger.next_due is not None else "fired"
+            status: TriggerStatus = "armed" if trigger.next_due is not None else "fired"
         elif pending:
-            trigger.status = "queued"
+            status = "queued"
         else:
-            trigger.status = "armed" if repeats else "fired"
+            status = "armed" if repeats else "fired"
+        trigger.status = settled(trigger, status)
+        self._anchor_dependents(trigger, now)
+
+    def _failed(self, trigger: ArmedTrigger, now: datetime | None, error: str) -> None:
+        self.log(trigger.id, "failed", now, error)
+
+    def _anchor_dependents(self, anchor: ArmedTrigger, now: datetime | None) -> None:
+        if now is None:
+            return
+        for trigger in self._triggers.values():
+            when = trigger.spec.when
+            if not isinstance(when, TimeWhen) or when.anchor != anchor.id:
+                continue
+            if trigger.status != "armed" or trigger.next_due is not None or not when.offset:
+                continue
+            trigger.next_due = add(now, when.offset)
+            self.log(trigger.id, "anchored", now, f"due {iso(trigger.next_due)}")
 
     # -- log and state --------------------------------------------------------------------
 
     def log(
-        self, trigger_id: str, event: str, now: datetime | None, detail: str | None = None
+        self,
+        trigger_id: str | None,
+        event: EventKind,
+        now: datetime | None,
+        detail: str | None = None,
+        **extra: Any,
     ) -> None:
-        """Append to the firing log."""
-        self._log.append(
-            LogEntry(
-                seq=len(self._log),
+        """Append to the firing log (a failure is also counted on its trigger)."""
+        trigger = self._triggers.get(trigger_id) if trigger_id else None
+        if trigger is not None and event in ("failed", "eval_error"):
+            trigger.failure_count += 1
+            trigger.last_failure_at = wall()
+        self._events.append(
+            TriggerEvent(
+                seq=len(self._events) + 1,
+                ts=wall(),
+                virtual_time=iso(now),
+                kind=event,
                 trigger_id=trigger_id,
-                event=event,
-                virtual_time=now,
                 detail=detail,
+                **extra,
             )
         )
 
     def state(self) -> TriggersState:
-        """Every trigger's status and the whole firing log."""
+        """The config, every trigger's status and the whole firing log."""
         return TriggersState(
-            triggers=[
-                TriggerInfo(
-                    id=t.id,
-                    type=t.spec.when.type,
-                    status=t.status,
-                    fired=t.fired,
-                    next_due=t.next_due,
-                    description=t.spec.description,
-                    error=t.error,
-                )
-                for t in self._triggers.values()
-            ],
-            log=list(self._log),
+            config=TriggerConfig(
+                watch_roles=self._watch_roles,
+                executor_configured=None in self.executors,
+                executors=sorted(n for n in self.executors if n is not None),
+            ),
+            triggers=[info(t, self._queue) for t in self._triggers.values()],
+            events=list(self._events),
         )
 
     def get(self, trigger_id: str) -> ArmedTrigger | None:
         """The trigger with this id, if registered."""
         return self._triggers.get(trigger_id)
-
-
-# -- helpers --------------------------------------------------------------------------------
-
-
-def _interval(when: TimeWhen, rng: random.Random) -> timedelta | None:
-    if when.every is None:
-        return None
-    if isinstance(when.every, tuple):
-        low, high = (x.total_seconds() for x in when.every)
-        return timedelta(seconds=rng.uniform(low, high))
-    return when.every
-
-
-def _add(moment: datetime, delta: timedelta) -> datetime | None:
-    """`moment + delta`, or None (never) past the last representable instant."""
-    try:
-        return moment + delta
-    except OverflowError:
-        return None
-
-
-def _first_due(
-    trigger_id: str,
-    when: TimeWhen,
-    now: datetime | None,
-    clock_start: datetime | None,
-    rng: random.Random,
-) -> datetime | None:
-    if when.at is not None:
-        return when.at
-    if now is None:
-        raise TriggerError(f"trigger {trigger_id!r}: a relative time trigger needs an armed clock")
-    if when.offset is not None:
-        return _add(clock_start or now, when.offset)
-    if when.after is not None:
-        return _add(now, when.after)
-    interval = _interval(when, rng)
-    assert interval is not None
-    return _add(now, interval)
-
-
-def _next_due(trigger: ArmedTrigger, last: datetime, fired: int) -> datetime | None:
-    when = trigger.spec.when
-    assert isinstance(when, TimeWhen) and trigger.rng is not None
-    interval = _interval(when, trigger.rng)
-    if interval is None:
-        return None
-    # `fired` counts firings already handed out, including the one at `last`.
-    if when.count is not None and trigger.fired + fired >= when.count:
-        return None
-    nxt = _add(last, interval)
-    if nxt is None or (when.until is not None and nxt > when.until):
-        return None
-    return nxt
-
-
-_MISSING = object()
-
-
-def _lookup(scope: Any, path: str) -> Any:
-    """The value at a dotted path (`result.items.0.id`), or _MISSING."""
-    node = scope
-    for part in path.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif (
-            isinstance(node, list)
-            and part.lstrip("-").isdigit()
-            and -len(node) <= int(part) < len(node)
-        ):
-            node = node[int(part)]
-        else:
-            return _MISSING
-    return node
-
-
-def _test(predicate: Predicate | WherePredicate, value: Any) -> bool:
-    if predicate.exists is not None:
-        return (value is not _MISSING) == predicate.exists
-    if value is _MISSING:
-        return False
-    if predicate.regex is not None:
-        return isinstance(value, str) and re.search(predicate.regex, value) is not None
-    return value == predicate.equals
-
-
-def check_value(predicate: Predicate, value: Any, extract: str | None) -> bool:
-    """Apply a check step's `extract` path and predicate to a tool result."""
-    if extract:
-        value = _lookup(value, extract.removeprefix("result."))
-    return _test(predicate, value)
-
-
-_TEMPLATE = re.compile(r"\$\{((?:args|result)(?:\.[^}.]+)*)\}")
-
-
-class TemplateError(ValueError):
-    """A `${...}` placeholder with no value in the provoking call."""
-
-
-def render(value: Any, scope: dict[str, Any]) -> Any:
-    """Fill `${args.x}` / `${result.x}` placeholders; a lone placeholder keeps its type."""
-    if isinstance(value, str):
-        whole = _TEMPLATE.fullmatch(value)
-        if whole:
-            return _resolve(whole.group(1), scope)
-        return _TEMPLATE.sub(lambda m: str(_resolve(m.group(1), scope)), value)
-    if isinstance(value, dict):
-        return {k: render(v, scope) for k, v in value.items()}
-    if isinstance(value, list):
-        return [render(v, scope) for v in value]
-    return value
-
-
-def _resolve(path: str, scope: dict[str, Any]) -> Any:
-    found = _lookup(scope, path)
-    if found is _MISSING:
-        raise TemplateError(f"${{{path}}} has no value in the provoking call")
-    return found

@@ -137,7 +137,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
             body.mode,
             instance=instance_of(request),
         )
-        return _json(state.model_dump(mode="json"))
+        return _json(state.to_wire())
 
     @router.post(
         "/clock/advance",
@@ -150,18 +150,22 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         state = await gateway.advance_clock(
             principal, timedelta(seconds=body.seconds), instance=instance_of(request)
         )
-        return _json(state.model_dump(mode="json"))
+        return _json(state.to_wire())
 
     @router.post("/clock/clear", summary="Disarm the clock")
     async def clock_clear(request: Request) -> Response:
         principal = principal_of(request, auth)
         state = await gateway.clear_clock(principal, instance=instance_of(request))
-        return _json(state.model_dump(mode="json"))
+        return _json({"ok": True, **state.to_wire()})
 
     @router.get("/clock/state", summary="Clock mode, rate and time")
     async def clock_state(request: Request) -> Response:
         principal_of(request, auth)
-        return _json(gateway.clock_state(instance_of(request)).model_dump(mode="json"))
+        state = gateway.clock_state(instance_of(request)).to_wire()
+        if state["armed"]:  # where a server beside the gateway can read the time
+            base = str(request.base_url).rstrip("/") + prefix_of(request)
+            state["env_get_time_url"] = f"{base}/clock/time"
+        return _json(state)
 
     @router.post(
         "/triggers/register", summary="Add triggers", openapi_extra=_body_doc(TriggerRegistration)
@@ -169,8 +173,8 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     async def triggers_register(request: Request) -> Response:
         principal = principal_of(request, auth)
         body = await read_model(request, TriggerRegistration)
-        ids = await gateway.register_triggers(principal, body, instance=instance_of(request))
-        return _json({"registered": ids})
+        result = await gateway.register_triggers(principal, body, instance=instance_of(request))
+        return _json(result.model_dump(mode="json"))
 
     @router.post(
         "/triggers/remove",
@@ -180,20 +184,21 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     async def triggers_remove(request: Request) -> Response:
         principal = principal_of(request, auth)
         body = await read_model(request, RemoveTriggersBody)
-        ids = list(dict.fromkeys(body.ids))
-        await gateway.remove_triggers(principal, ids, instance=instance_of(request))
-        return _json({"removed": ids})
+        removed = await gateway.remove_triggers(
+            principal, list(body.ids), instance=instance_of(request)
+        )
+        return _json({"ok": True, "removed": removed})
 
     @router.post("/triggers/clear", summary="Remove every trigger")
     async def triggers_clear(request: Request) -> Response:
         principal = principal_of(request, auth)
         await gateway.remove_triggers(principal, None, instance=instance_of(request))
-        return _json({"removed": "*"})
+        return _json({"ok": True})
 
     @router.get("/triggers/state", summary="Trigger statuses and firing log")
     async def triggers_state(request: Request) -> Response:
         principal_of(request, auth)
-        return _json(gateway.triggers_state(instance_of(request)).model_dump(mode="json"))
+        return _json(gateway.triggers_state(instance_of(request)).to_wire())
 
     async def _access(request: Request, action: Any) -> Response:
         principal = principal_of(request, auth)

@@ -1,17 +1,36 @@
 """Trigger documents, in the shapes of the AgentEnv protocol (`urn:agentenv:triggers/v1`).
 
-A registration is `{watch_roles, executor, triggers: [...]}`; each trigger has an `id`, a
-`when` (action, state or time) and `actions` (tool, nl, permission), and optionally a
-`barrier`. Our additions are marked: `delay` on action/state triggers (fire that long after
-the provoking call, in virtual time) and the mapping form of `where`.
+A registration is `{watch_roles, executor, executors, triggers: [...]}`; each trigger has an
+`id` (generated when left out), a `when` (action, state or time) and `actions` (tool, nl,
+permission), and optionally a `barrier`. The protocol's later features are here too: `roles`
+on a `when` (the roles whose calls provoke it), `unless` on a one-shot time trigger (the call
+that cancels it), `delay` on an action, named `executors` an nl action picks by name, and an
+executor's working `hours` (in a UTC offset or an IANA time zone).
+
+Our additions are marked "Ours": `delay` on action/state triggers (fire that long after the
+provoking call), a per-trigger `watch_roles`, `where` as a list of `{path, ...}`, `after` as
+a duration from registration, `offset` from the clock's start and `every: [min, max]`.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
+
+_DURATION = TypeAdapter(timedelta)
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
 class _Doc(BaseModel):
@@ -42,8 +61,6 @@ class Predicate(_Doc):
                 + (f" (has {', '.join(given)})" if given else "")
             )
         if self.regex is not None:
-            import re
-
             try:
                 re.compile(self.regex)
             except re.error as exc:
@@ -51,10 +68,13 @@ class Predicate(_Doc):
         return self
 
 
+_PATH = r"(\.[^.]+)*"
+
+
 class WherePredicate(Predicate):
     """A predicate on `args.<path>` or `result.<path>` of the provoking call."""
 
-    path: str = Field(pattern=r"^(args|result)(\.[^.]+)*$")
+    path: str = Field(pattern=rf"^(args|result){_PATH}$")
 
 
 class CheckStep(_Doc):
@@ -67,21 +87,39 @@ class CheckStep(_Doc):
 
 
 def _where_mapping(value: Any) -> Any:
-    # Our addition: `where: {"args.to": {"regex": "..."}}` reads better in YAML.
+    # The protocol's form is a mapping `{field: predicate}`, a bare field naming a
+    # top-level argument; a plain value there is ours, short for `{equals: value}`.
     if isinstance(value, dict):
         return [
-            {"path": k, **(v if isinstance(v, dict) else {"equals": v})} for k, v in value.items()
+            {
+                "path": k if k.split(".")[0] in ("args", "result") else f"args.{k}",
+                **(v if isinstance(v, dict) else {"equals": v}),
+            }
+            for k, v in value.items()
         ]
     return value
+
+
+def _check_steps(value: Any) -> Any:
+    # The protocol writes a check as `{steps: [...]}` or as one step's fields; ours, a list.
+    if isinstance(value, dict):
+        return value.get("steps", [value])
+    return value
+
+
+Roles = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
 
 
 class ActionWhen(_Doc):
     """Fire after a watched call of `tool` whose args/result match every `where`."""
 
     type: Literal["action"]
-    tool: str
+    tool: str = Field(min_length=1)
     where: list[WherePredicate] = Field(default_factory=list)
     repeat: bool = Field(default=False, description="Fire on every match, not just the first.")
+    roles: Roles | None = Field(
+        default=None, description="The roles whose calls provoke it (else the watched ones)."
+    )
     delay: timedelta | None = Field(
         default=None, description="Ours: fire this long after the call, in virtual time."
     )
@@ -95,28 +133,94 @@ class StateWhen(_Doc):
     type: Literal["state"]
     check: list[CheckStep] = Field(min_length=1)
     repeat: bool = False
+    roles: Roles | None = None
     delay: timedelta | None = None
+
+    _check = field_validator("check", mode="before")(lambda cls, v: _check_steps(v))
+
+
+class Unless(_Doc):
+    """The call that cancels a deadline before it is due: `tool`, matched like an action
+    trigger's (`where`, and `roles` if given, else the watched roles)."""
+
+    tool: str = Field(min_length=1)
+    where: list[WherePredicate] = Field(default_factory=list)
+    roles: Roles | None = None
+
+    _where = field_validator("where", mode="before")(lambda cls, v: _where_mapping(v))
+
+
+class ExpInterval(_Doc):
+    """A random interval drawn from an exponential distribution with this `mean`."""
+
+    dist: Literal["exp"]
+    mean: timedelta
+
+    @field_validator("mean")
+    @classmethod
+    def _positive(cls, mean: timedelta) -> timedelta:
+        if mean <= timedelta(0):
+            raise ValueError("'mean' must be a positive duration")
+        return mean
+
+
+class ExpDelay(ExpInterval):
+    """A random delay, exponential with this `mean`, drawn from a generator seeded with `seed`."""
+
+    seed: int
+
+
+def _is_duration(value: Any) -> bool:
+    return isinstance(value, str) and value.lstrip("+-").startswith("P")
 
 
 class TimeWhen(_Doc):
-    """Fire at a virtual time: `at`, or `after` registration, or `offset` from clock start.
+    """Fire at a virtual time.
 
-    `every` repeats (a duration, or `[min, max]` for a random interval drawn with `seed`),
-    at most `count` times and not past `until`.
+    The start is one of: `at` (an instant, or a duration from the clock's start), `after`
+    (the id of another trigger: `offset` after it fires; or, ours, a duration from
+    registration), or `offset` alone (ours: from the clock's start). `every` repeats (a
+    duration, `{dist: exp, mean}` with `seed`, or ours `[min, max]`), at most `count` times
+    and not past `until`. A one-shot one may carry `unless`: the call that cancels it.
     """
 
     type: Literal["time"]
     at: datetime | None = None
-    after: timedelta | None = None
+    after: timedelta | str | None = None
     offset: timedelta | None = None
-    every: timedelta | tuple[timedelta, timedelta] | None = None
+    every: timedelta | tuple[timedelta, timedelta] | ExpInterval | None = None
     count: int | None = Field(default=None, ge=1)
-    until: datetime | None = None
+    until: datetime | timedelta | None = None
     seed: int | None = None
+    unless: Unless | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _relative_at(cls, data: Any) -> Any:
+        # The protocol's `at: "PT2H"` is two hours after the clock's start: our `offset`.
+        if isinstance(data, dict) and _is_duration(data.get("at")):
+            data = dict(data)
+            if data.get("offset") is not None:
+                raise ValueError("give at most one of 'at', 'after', 'offset' (has at, offset)")
+            data["offset"] = data.pop("at")
+        if isinstance(data, dict) and _is_duration(data.get("after")):
+            data = {**data, "after": _DURATION.validate_python(data["after"])}
+        return data
+
+    @property
+    def anchor(self) -> str | None:
+        """The id of the trigger whose firing starts this one, if `after` names one."""
+        return self.after if isinstance(self.after, str) else None
 
     @model_validator(mode="after")
     def _one_start(self) -> TimeWhen:
         starts = [k for k in ("at", "after", "offset") if getattr(self, k) is not None]
+        if self.anchor is not None:
+            if not self.anchor:
+                raise ValueError("'after' must be a trigger id or a duration")
+            if self.offset is None:
+                raise ValueError("'after' a trigger needs an 'offset' duration")
+            starts.remove("offset")
         if len(starts) > 1:
             raise ValueError(
                 f"give at most one of 'at', 'after', 'offset' (has {', '.join(starts)})"
@@ -125,47 +229,64 @@ class TimeWhen(_Doc):
             raise ValueError("a time trigger needs 'at', 'after', 'offset' or 'every'")
         for name in ("at", "until"):
             value = getattr(self, name)
-            if value is not None and value.tzinfo is None:
+            if isinstance(value, datetime) and value.tzinfo is None:
                 raise ValueError(f"'{name}' needs a timezone, e.g. 2026-03-02T09:30:00Z")
         if isinstance(self.every, tuple) and self.every[0] > self.every[1]:
             raise ValueError("'every' as [min, max] needs min <= max")
         every = self.every[0] if isinstance(self.every, tuple) else self.every
-        if every is not None and every <= timedelta(0):
+        if isinstance(every, timedelta) and every <= timedelta(0):
             raise ValueError("'every' must be a positive duration")
+        if self.unless is not None and self.every is not None:
+            raise ValueError("'unless' is only for a one-shot time trigger (no 'every')")
         return self
 
 
 When = Annotated[ActionWhen | StateWhen | TimeWhen, Field(discriminator="type")]
+Delay = timedelta | ExpDelay
 
 
-class ToolAction(_Doc):
+def _positive_delay(delay: Delay | None) -> Delay | None:
+    if isinstance(delay, timedelta) and delay <= timedelta(0):
+        raise ValueError("'delay' must be a positive duration")
+    return delay
+
+
+class _Action(_Doc):
+    delay: Delay | None = Field(
+        default=None,
+        description="Wait this long (virtual time) after the provoking call before this action.",
+    )
+    verify: CheckStep | None = None
+
+    _delay = field_validator("delay")(lambda cls, v: _positive_delay(v))
+
+
+class ToolAction(_Action):
     """Call a tool, with `${args.x}` / `${result.x}` filled from the provoking call."""
 
     type: Literal["tool"]
-    tool: str
+    tool: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
     as_: str | None = Field(
         default=None, alias="as", description="Role to call as; the system role if unset."
     )
-    verify: CheckStep | None = None
 
 
-class NlAction(_Doc):
-    """An instruction for the registration's executor agent, sent over A2A."""
+class NlAction(_Action):
+    """An instruction for an executor agent (the registration's, or the named one), over A2A."""
 
     type: Literal["nl"]
-    instruction: str = Field(alias="text")
-    verify: CheckStep | None = None
+    instruction: str = Field(alias="text", min_length=1)
+    executor: str | None = Field(default=None, description="A name from `executors`.")
 
 
-class PermissionAction(_Doc):
+class PermissionAction(_Action):
     """Change tool access for a role, as `POST /tools/disable|enable` would."""
 
     type: Literal["permission"]
     role: str
     action: Literal["disable", "enable"]
     tools: list[str] | Literal["*"]
-    verify: CheckStep | None = None
 
 
 Action = Annotated[ToolAction | NlAction | PermissionAction, Field(discriminator="type")]
@@ -178,10 +299,14 @@ class Barrier(_Doc):
     timeout_seconds: float = Field(default=30.0, gt=0)
 
 
+def _new_id() -> str:
+    return f"trg_{uuid.uuid4().hex[:12]}"
+
+
 class TriggerSpec(_Doc):
     """One trigger: when it fires and what it does."""
 
-    id: str = Field(min_length=1)
+    id: str = Field(default_factory=_new_id, min_length=1)
     description: str = ""
     watch_roles: list[str] | None = Field(
         default=None, description="Ours: overrides the registration's watch_roles for this one."
@@ -190,13 +315,58 @@ class TriggerSpec(_Doc):
     actions: list[Action] = Field(min_length=1)
     barrier: Barrier | None = None
 
+    @model_validator(mode="after")
+    def _consistent(self) -> TriggerSpec:
+        if self.barrier is not None and any(a.delay is not None for a in self.actions):
+            raise ValueError(
+                "a trigger with a barrier cannot delay its actions: the barrier holds the "
+                "provoking call until the actions are done"
+            )
+        return self
+
+
+_HHMM = r"^([01]\d|2[0-3]):[0-5]\d$"
+
+
+class Hours(_Doc):
+    """When an executor works: from `start` to `end` (local `HH:MM`; past midnight if `end`
+    is earlier) on `days`, in a fixed `utc_offset` or an IANA `time_zone`."""
+
+    start: str = Field(pattern=_HHMM)
+    end: str = Field(pattern=_HHMM)
+    utc_offset: str | None = Field(default=None, pattern=r"^[+-]([01]\d|2[0-3]):[0-5]\d$")
+    time_zone: str | None = None
+    days: list[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]] = Field(
+        default_factory=lambda: list(DAYS), min_length=1
+    )
+
+    @model_validator(mode="after")
+    def _valid(self) -> Hours:
+        if self.start == self.end:
+            raise ValueError("'start' equals 'end', so the executor would never be available")
+        if self.utc_offset is not None and self.time_zone is not None:
+            raise ValueError("give 'utc_offset' or 'time_zone', not both")
+        if self.time_zone is not None:
+            try:
+                ZoneInfo(self.time_zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(
+                    f"'time_zone' must be an IANA time zone name such as 'America/New_York', "
+                    f"not {self.time_zone!r}"
+                ) from None
+        elif self.utc_offset is None:
+            self.utc_offset = "+00:00"
+        self.days = [d for d in DAYS if d in self.days]
+        return self
+
 
 class Executor(_Doc):
     """The agent that carries out `nl` actions."""
 
     a2a_url: str | None = None
     role: str | None = None
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    hours: Hours | None = Field(default=None, description="Its working hours, if it keeps any.")
 
 
 class TriggerRegistration(_Doc):
@@ -206,6 +376,9 @@ class TriggerRegistration(_Doc):
         default=None, description="Roles whose calls provoke triggers; all roles if unset."
     )
     executor: Executor | None = None
+    executors: dict[str, Executor] = Field(
+        default_factory=dict, description="Named executors, picked by an nl action's `executor`."
+    )
     triggers: list[TriggerSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -215,4 +388,7 @@ class TriggerRegistration(_Doc):
             if trigger.id in seen:
                 raise ValueError(f"trigger id {trigger.id!r} appears twice")
             seen.add(trigger.id)
+        for name in self.executors:
+            if not name:
+                raise ValueError("an executor name must not be empty")
         return self
