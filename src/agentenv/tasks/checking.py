@@ -121,6 +121,10 @@ def _messages(exc: ValidationError, data: Any) -> list[tuple[tuple[Any, ...], st
     seen: set[tuple[tuple[Any, ...], str]] = set()
     for error in exc.errors(include_url=False):
         loc = user_location(tuple(error["loc"]), data)
+        if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            tag = str((error.get("ctx") or {}).get("discriminator", "")).strip("'")
+            if tag.isidentifier():
+                loc = (*loc, tag)  # the field whose value picks the kind is what is wrong
         if error["type"] == "extra_forbidden":
             message = "unknown field"
         else:
@@ -182,7 +186,20 @@ def check_task(
         for loc, message in step.static_problems(task):
             checked.problems.append(problem_at(task, ("steps", i, *loc), message))
         checked.steps.append(step)
+    checked.problems = in_document_order(checked.problems)
     return checked
+
+
+def in_document_order(problems: list[Problem]) -> list[Problem]:
+    """Problems sorted by the step they are in (the rest first), stable otherwise."""
+
+    def step_index(problem: Problem) -> int:
+        head = problem.path.partition("]")[0]
+        if head.startswith("steps[") and head[6:].isdigit():
+            return int(head[6:])
+        return -1
+
+    return sorted(problems, key=step_index)
 
 
 def describe(problems: list[Problem]) -> str:

@@ -18,6 +18,7 @@ from agentenv.tasks.checking import (
     CheckedTask,
     Problem,
     check_task,
+    in_document_order,
     problem_at,
     user_location,
 )
@@ -137,7 +138,7 @@ def validate_task_file(path: Path, bundle: Bundle | None = None) -> FileReport:
     checked: CheckedTask = check_task(spec)
     report.problems += checked.problems
     report.warnings += checked.warnings
-    report.problems += bundle_problems(spec, path, bundle)
+    report.problems = in_document_order(report.problems + bundle_problems(spec, path, bundle))
     return report
 
 
