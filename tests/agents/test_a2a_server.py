@@ -18,7 +18,13 @@ from google.protobuf.json_format import MessageToDict
 
 from agentenv import Environment, Gateway
 from agentenv.agents import AgentError, AgentTurn, OracleAgent
-from agentenv.agents.a2a import MCP_CONFIG_URI, PEER_AGENTS_URI, SOLUTION_URI, TRAJECTORY_URI
+from agentenv.agents.a2a import (
+    AGENT_CONFIG_URI,
+    MCP_CONFIG_URI,
+    PEER_AGENTS_URI,
+    SOLUTION_URI,
+    TRAJECTORY_URI,
+)
 from agentenv.agents.a2a.client import exchange, fetch_card
 from agentenv.agents.a2a.server import JSONRPC_PATH, serve_agent
 from agentenv.serve.background import BackgroundServer
@@ -170,8 +176,8 @@ async def test_the_card_declares_the_extensions_and_where_to_send() -> None:
     # The 0.3 card fields, for clients that read only those.
     assert (raw["url"], raw["preferredTransport"]) == (server.url + "/a2a", "JSONRPC")
     uris = [e.uri for e in card.capabilities.extensions]
-    assert uris == [MCP_CONFIG_URI, PEER_AGENTS_URI, TRAJECTORY_URI]
-    mcp = raw["capabilities"]["extensions"][0]
+    assert uris == [AGENT_CONFIG_URI, MCP_CONFIG_URI, PEER_AGENTS_URI, TRAJECTORY_URI]
+    mcp = raw["capabilities"]["extensions"][1]
     # Upstream's layout: an endpoint and its methods; our per-message form rides along.
     assert mcp["params"]["endpoint"] == "/ext/mcp-config"
     assert mcp["params"]["methods"]["add"] == {

@@ -114,6 +114,23 @@ class Lister:
         return json.dumps({"prompt": turn.prompt, "ids": ids, "role": turn.role})
 
 
+class Teller:
+    """Says what its turn was told (no tools)."""
+
+    name = "teller"
+
+    async def run_turn(self, turn: AgentTurn) -> str:
+        return json.dumps(
+            {
+                "agent_name": turn.agent_name,
+                "role": turn.role,
+                "system_prompt": turn.system_prompt,
+                "model": turn.model,
+                "max_turns": turn.max_turns,
+            }
+        )
+
+
 @pytest.fixture
 async def lister() -> AsyncIterator[str]:
     server = await serve_agent(Lister())
@@ -228,6 +245,49 @@ async def test_registered_mcp_servers_serve_every_later_prompt(served: Served, l
     assert call.role == "writer"  # the server took it from the registered bearer token
 
 
+async def test_agent_config_sets_what_later_turns_are_told() -> None:
+    server = await serve_agent(Teller())
+    try:
+        async with httpx.AsyncClient(timeout=WAIT_S) as http:
+            card = (await http.get(server.url + "/.well-known/agent-card.json")).json()
+            ext = next(
+                e
+                for e in card["capabilities"]["extensions"]
+                if e["uri"] == "urn:agentenv:agent-config/v1"
+            )
+            supported = ext["params"]["methods"]["set"]["request"]["supported"]
+            assert {"name", "role", "system_prompt", "model", "max_turns"} <= set(supported)
+            endpoint = server.url + ext["params"]["endpoint"]
+            settings = {"name": "t1", "role": "teller", "system_prompt": "Be kind.", "max_turns": 4}
+            assert (await http.post(endpoint, json=settings)).json() == {"status": "updated"}
+            assert (await http.get(endpoint)).json() == {"config": settings}
+            refused = await http.post(endpoint, json={"effort": "high"})
+            assert refused.status_code == 400 and "effort" in refused.json()["detail"]
+            bad = await http.post(endpoint, json={"max_turns": 0})
+            assert bad.status_code == 400 and "max_turns" in bad.json()["detail"]
+            message = {
+                "messageId": uuid.uuid4().hex,
+                "role": "user",
+                "parts": [{"kind": "text", "text": "who are you?"}],
+            }
+            told = await rpc(http, server.url, "message/send", {"message": message})
+            [part] = told["status"]["message"]["parts"]
+            # a message's own metadata wins over the configuration
+            message = {**message, "messageId": uuid.uuid4().hex, "metadata": {"model": "m2"}}
+            again = await rpc(http, server.url, "message/send", {"message": message})
+            [part2] = again["status"]["message"]["parts"]
+    finally:
+        await server.stop()
+    assert json.loads(part["text"]) == {
+        "agent_name": "t1",
+        "role": "teller",
+        "system_prompt": "Be kind.",
+        "model": None,
+        "max_turns": 4,
+    }
+    assert json.loads(part2["text"])["model"] == "m2"
+
+
 async def test_the_extension_endpoints_refuse_what_upstream_refuses(lister: str) -> None:
     async with httpx.AsyncClient(timeout=WAIT_S) as http:
         mcp = lister + "/ext/mcp-config"
@@ -282,6 +342,8 @@ async def test_a_bound_remote_agent_registers_its_environment_and_acts_in_it(
             tools=NoTools(),  # the remote agent has its own
             agent_name="echo",
             role="writer",
+            system_prompt="Be brief.",
+            max_turns=3,  # not among the fields its card supports: never sent
         )
         first = json.loads(await agent.run_turn(turn))
         # a second turn, and a rebound agent, register nothing new
@@ -295,6 +357,13 @@ async def test_a_bound_remote_agent_registers_its_environment_and_acts_in_it(
     assert first["servers"]["notes"]["is_error"] is False, first
     assert ["Authorization", f"Bearer {served.tokens['writer']}"] in first["headers"]["notes"]
     assert second["servers"]["notes"]["tools"] == ["add_note", "list_notes"]
+    # agent-config `set`: only what its card supports (name, role, system_prompt here)
+    assert first["config"] == {
+        "name": "echo",
+        "role": "writer",
+        "system_prompt": "Be brief.",
+        "timeout_seconds": 600,
+    }
     assert served.gateway.instance().state.get("notes", "n2")["text"] == "from upstream"
     [call] = served.calls()
     assert (call.tool, call.role) == ("add_note", "writer")

@@ -3,7 +3,8 @@ a2a-sdk 0.3): run by the tests in the upstream virtualenv, never imported by our
 
     python echo_agent.py PORT
 
-It declares mcp-config, peer-agents and trajectory as upstream's agents do. Each turn it
+It declares agent-config (system_prompt, model), mcp-config, peer-agents and trajectory
+as upstream's agents do. Each turn it
 lists the tools of every MCP server registered with it (over MCP, with the headers it was
 given) and, when the prompt is `call <tool> <json args>`, calls that tool; it answers with
 what it saw, as one JSON text.
@@ -19,6 +20,7 @@ from agentenv_protocol.a2a_agent import (
     MCP_CONFIG_V1,
     PEER_AGENTS_V1,
     TRAJECTORY_V1,
+    AgentConfig,
     AgentEnvAgent,
     AgentIdentity,
     a2a_agent,
@@ -48,9 +50,15 @@ async def _use(server: dict[str, Any], words: list[str]) -> dict[str, Any]:
         return seen
 
 
+class EchoConfig(AgentConfig):
+    system_prompt: str | None = None
+    model: str | None = None
+
+
 @a2a_agent(
     identity=AgentIdentity(name="upstream-echo", description="echoes", version="0.0.1"),
     extensions=[MCP_CONFIG_V1, PEER_AGENTS_V1, TRAJECTORY_V1],
+    config=EchoConfig,
 )
 class Echo(AgentEnvAgent):
     async def run(self, request: TaskRequest) -> TaskResult:
@@ -70,6 +78,7 @@ class Echo(AgentEnvAgent):
                         for name, server in request.mcp_servers.items()
                     },
                     "metadata_keys": sorted(request.metadata),
+                    "config": request.config.model_dump(exclude_none=True),
                 }
             )
         )

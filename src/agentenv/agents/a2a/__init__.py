@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+AGENT_CONFIG_URI = "urn:agentenv:agent-config/v1"
+"""Upstream's: the agent's settings (`name`, `role`, `system_prompt`, `model`, ...), set by
+POST to the card's endpoint before turns."""
+
 MCP_CONFIG_URI = "urn:agentenv:mcp-config/v1"
 """Where the agent's environment is: `{url, token, role, env_id}` (or a list of them)."""
 
@@ -68,6 +72,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AGENT_CONFIG_URI",
     "EXTENSIONS",
     "MCP_CONFIG_URI",
     "PEER_AGENTS_URI",

@@ -426,10 +426,24 @@ class RemoteA2AAgent:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         card = await self.card()
-        if not self._configured:
-            # Upstream-era agents learn their environment through mcp-config `add`.
-            await configure(self.url, card, self.mcp, dict(turn.peers))
-            self._configured = True
+        # Upstream-era agents learn their environment through mcp-config `add` (once) and
+        # the turn's settings through agent-config `set` (each turn).
+        await configure(
+            self.url,
+            card,
+            self.mcp,
+            dict(turn.peers),
+            {
+                "name": turn.agent_name,
+                "role": turn.role,
+                "system_prompt": turn.system_prompt,
+                "model": turn.model,
+                "max_turns": turn.max_turns,
+                "model_params": turn.model_params or None,
+            },
+            register=not self._configured,
+        )
+        self._configured = True
         left = max(deadline - loop.time(), 0.1)
         result = await exchange(
             self.url, card, turn.prompt, self.metadata(turn, card), timeout=left, limit=self.timeout

@@ -1,6 +1,7 @@
 """Telling a remote agent where to act the way upstream AgentEnv does: through the HTTP
 endpoints its card declares for `urn:agentenv:mcp-config/v1` (`add`) and
-`urn:agentenv:peer-agents/v1` (`set`), before the first message.
+`urn:agentenv:peer-agents/v1` (`set`) before the first message, and the turn's settings
+through `urn:agentenv:agent-config/v1` (`set`, only the fields the card supports).
 
 Our own served agents take the same facts in each message's metadata (the card says so
 with `params.metadata_key`), so they are never configured this way: a shared agent then
@@ -16,7 +17,7 @@ import httpx
 from a2a.types import AgentCard
 from google.protobuf.json_format import MessageToDict
 
-from agentenv.agents.a2a import MCP_CONFIG_URI, PEER_AGENTS_URI
+from agentenv.agents.a2a import AGENT_CONFIG_URI, MCP_CONFIG_URI, PEER_AGENTS_URI
 from agentenv.agents.a2a.mcp_tools import McpConfig, describe
 from agentenv.agents.base import AgentError
 
@@ -92,11 +93,30 @@ async def _holds(
     )
 
 
+def agent_config_body(card: AgentCard, desired: dict[str, Any]) -> dict[str, Any] | None:
+    """The agent-config `set` body: the desired fields the card lists as `supported` (how
+    upstream negotiates it), None when the card takes none of them."""
+    params = extension_params(card, AGENT_CONFIG_URI)
+    if params is None or params.get("metadata_key") or _endpoint(params, "set") is None:
+        return None
+    request = (params.get("methods") or {}).get("set", {}).get("request") or {}
+    supported = set(request.get("supported") or ())
+    body = {k: v for k, v in desired.items() if k in supported and v is not None}
+    return body or None
+
+
 async def configure(
-    url: str, card: AgentCard, configs: list[McpConfig], peers: dict[str, str]
+    url: str,
+    card: AgentCard,
+    configs: list[McpConfig],
+    peers: dict[str, str],
+    desired: dict[str, Any] | None = None,
+    *,
+    register: bool = True,
 ) -> None:
-    """Register the environments (and peers) with an agent that wants them through its
-    extension endpoints; nothing for an agent that reads them from the metadata.
+    """Register the environments (and peers, when `register`) with an agent that wants
+    them through its extension endpoints, and set the `desired` agent-config fields it
+    supports; nothing for an agent that reads them from the metadata.
 
     AgentError naming the endpoint when the agent refuses. A URL its `list` already shows
     (a 409 for our own earlier `add`) is fine: a second turn registers nothing new.
@@ -104,16 +124,22 @@ async def configure(
     if not wants_registration(card):
         return
     mcp = extension_params(card, MCP_CONFIG_URI) or {}
-    verb, path = _endpoint(mcp, "add") or ("POST", "/ext/mcp-config")
     # (verb, path, body, whether "already registered" is fine)
-    calls: list[tuple[str, str, dict[str, Any], bool]] = [
-        (verb, path, registration_body(mcp, c), True) for c in configs
-    ]
-    peer_params = extension_params(card, PEER_AGENTS_URI)
-    peer_set = _endpoint(peer_params, "set") if peer_params is not None else None
-    if peers and peer_set is not None:
-        body = {"peers": [{"name": n, "url": u} for n, u in sorted(peers.items())]}
-        calls.append((*peer_set, body, False))
+    calls: list[tuple[str, str, dict[str, Any], bool]] = []
+    if register:
+        verb, path = _endpoint(mcp, "add") or ("POST", "/ext/mcp-config")
+        calls += [(verb, path, registration_body(mcp, c), True) for c in configs]
+        peer_params = extension_params(card, PEER_AGENTS_URI)
+        peer_set = _endpoint(peer_params, "set") if peer_params is not None else None
+        if peers and peer_set is not None:
+            body = {"peers": [{"name": n, "url": u} for n, u in sorted(peers.items())]}
+            calls.append((*peer_set, body, False))
+    settings = agent_config_body(card, desired or {})
+    if settings is not None:
+        params = extension_params(card, AGENT_CONFIG_URI) or {}
+        calls.append((*_endpoint(params, "set"), settings, False))  # type: ignore[misc]
+    if not calls:
+        return
     async with httpx.AsyncClient(timeout=SETUP_TIMEOUT) as http:
         for verb, path, body, repeatable in calls:
             try:

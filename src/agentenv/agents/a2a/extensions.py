@@ -6,7 +6,10 @@ task's other agents to `urn:agentenv:peer-agents/v1` (`/ext/peer-agents`), and r
 finished task's trajectory from `urn:agentenv:trajectory/v1` (`/ext/trajectory`). The card
 describes each as `params = {endpoint, methods: {name: {method, request?, response?}}}`.
 
-We declare those three with upstream's names and shapes and serve their endpoints; our
+It also sets the agent's configuration through `urn:agentenv:agent-config/v1`
+(`/ext/agent-config`: only the fields the card lists as `supported`).
+
+We declare those four with upstream's names and shapes and serve their endpoints; our
 own way of saying the same per message (metadata under the extension's URI) rides along
 as ADDED `params` keys. What a registration sets holds for every later request that does
 not name its own environment. See docs/a2a.md for what we do not honour.
@@ -14,6 +17,7 @@ not name its own environment. See docs/a2a.md for what we do not honour.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections import OrderedDict
@@ -26,12 +30,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agentenv.agents.a2a import MCP_CONFIG_URI, PEER_AGENTS_URI, SOLUTION_URI, TRAJECTORY_URI
+from agentenv.agents.a2a import (
+    AGENT_CONFIG_URI,
+    MCP_CONFIG_URI,
+    PEER_AGENTS_URI,
+    SOLUTION_URI,
+    TRAJECTORY_URI,
+)
 from agentenv.agents.a2a.mcp_tools import ROLE_HEADER, McpConfig
+from agentenv.agents.a2a.request import TurnRequest
 
 MCP_CONFIG_PATH = "/ext/mcp-config"
 PEER_AGENTS_PATH = "/ext/peer-agents"
 TRAJECTORY_PATH = "/ext/trajectory"
+AGENT_CONFIG_PATH = "/ext/agent-config"
 KEPT_TRAJECTORIES = 256  # finished tasks whose trajectory can still be read
 
 
@@ -65,6 +77,23 @@ class PeersSet(_Body):
     peers: list[Peer]
 
 
+class AgentConfigSet(_Body):
+    """`POST /ext/agent-config`: settings for every later turn (upstream's field names;
+    a turn's own metadata still wins)."""
+
+    name: str | None = None
+    description: str | None = None
+    role: str | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    model_params: dict[str, Any] | None = None
+    timeout_seconds: int | None = Field(default=None, gt=0)
+
+
+AGENT_CONFIG_FIELDS = sorted(AgentConfigSet.model_fields)
+
+
 class TrajectoryGet(_Body):
     """`POST /ext/trajectory`: the trajectory of one finished task."""
 
@@ -94,6 +123,7 @@ class AgentSetup:
 
     mcp: OrderedDict[str, McpConfig] = field(default_factory=OrderedDict)
     peers: dict[str, Peer] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     trajectories: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
 
     def configs(self) -> list[McpConfig]:
@@ -103,6 +133,28 @@ class AgentSetup:
     def peer_urls(self) -> dict[str, str]:
         """The registered peers as a turn's `peers` (`{name: A2A URL}`)."""
         return {name: peer.url for name, peer in self.peers.items()}
+
+    def apply(self, request: TurnRequest) -> float | None:
+        """Fill what the request leaves unsaid from the registered peers and agent-config;
+        the turn's time limit agent-config set (None: the server's own)."""
+        request.peers = {**self.peer_urls(), **request.peers}
+        cfg = self.config
+        request.agent_name = request.agent_name or cfg.get("name")
+        request.system_prompt = request.system_prompt or cfg.get("system_prompt")
+        request.model = request.model or cfg.get("model")
+        if request.max_turns is None:
+            request.max_turns = cfg.get("max_turns")
+        request.model_params = request.model_params or dict(cfg.get("model_params") or {})
+        role = cfg.get("role")
+        if role:
+            request.role = request.role or role
+            # An environment registered with no credential acts as the configured role.
+            request.configs = [
+                c if c.token or c.role else dataclasses.replace(c, role=role)
+                for c in request.configs
+            ]
+        timeout = cfg.get("timeout_seconds")
+        return float(timeout) if timeout else None
 
     def keep_trajectory(self, task_id: str, trajectory: dict[str, Any]) -> None:
         """Remember a finished task's trajectory (the oldest are forgotten first)."""
@@ -187,6 +239,16 @@ def extension_routes(setup: AgentSetup) -> list[Route]:
             }
         )
 
+    async def config_set(request: Request) -> JSONResponse:
+        body = await _body(request, AgentConfigSet)
+        if isinstance(body, JSONResponse):
+            return body
+        setup.config.update(body.model_dump(exclude_unset=True))
+        return JSONResponse({"status": "updated"})
+
+    async def config_get(request: Request) -> JSONResponse:
+        return JSONResponse({"config": {k: v for k, v in setup.config.items() if v is not None}})
+
     async def trajectory_get(request: Request) -> JSONResponse:
         body = await _body(request, TrajectoryGet)
         if isinstance(body, JSONResponse):
@@ -202,6 +264,8 @@ def extension_routes(setup: AgentSetup) -> list[Route]:
         Route(MCP_CONFIG_PATH, mcp_list, methods=["GET"]),
         Route(PEER_AGENTS_PATH, peers_set, methods=["POST"]),
         Route(PEER_AGENTS_PATH, peers_list, methods=["GET"]),
+        Route(AGENT_CONFIG_PATH, config_set, methods=["POST"]),
+        Route(AGENT_CONFIG_PATH, config_get, methods=["GET"]),
         Route(TRAJECTORY_PATH, trajectory_get, methods=["POST"]),
     ]
 
@@ -229,6 +293,22 @@ def card_extensions(*, solution: bool, default_env: bool) -> list[AgentExtension
     mcp_add = _method("POST", required=["url"], optional=["headers", "name"])
     mcp_list = {"method": "GET", "response": {"required": ["mcp_servers"]}}
     out = [
+        AgentExtension(
+            uri=AGENT_CONFIG_URI,
+            description=(
+                "Set or read the agent's configuration for every later turn: name, role, "
+                "system_prompt, model, max_turns, model_params, timeout_seconds (a "
+                "message's own metadata still wins)."
+            ),
+            required=False,
+            params={
+                "endpoint": AGENT_CONFIG_PATH,
+                "methods": {
+                    "set": {"method": "POST", "request": {"supported": AGENT_CONFIG_FIELDS}},
+                    "get": {"method": "GET", "response": {"required": ["config"]}},
+                },
+            },
+        ),
         AgentExtension(
             uri=MCP_CONFIG_URI,
             description=(

@@ -122,8 +122,8 @@ class AgentTurnExecutor(AgentExecutor):
                 task_id=task.id,
                 defaults=self.setup.configs() or self.defaults,
             )
-            request.peers = {**self.setup.peer_urls(), **request.peers}
-            response, calls = await self._run(request)
+            limit = self.setup.apply(request)
+            response, calls = await self._run(request, limit or self.turn_timeout)
         except (BadRequest, _TurnFailed) as exc:
             await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
             return
@@ -139,7 +139,9 @@ class AgentTurnExecutor(AgentExecutor):
         # The answer is also the final status message: where upstream's task runner reads it.
         await updater.complete(updater.new_agent_message([new_text_part(response)]))
 
-    async def _run(self, request: TurnRequest) -> tuple[str, list[dict[str, Any]]]:
+    async def _run(
+        self, request: TurnRequest, turn_timeout: float | None
+    ) -> tuple[str, list[dict[str, Any]]]:
         agent = self._make()
         async with contextlib.AsyncExitStack() as stack:
             tools: Any = NoTools()
@@ -154,16 +156,14 @@ class AgentTurnExecutor(AgentExecutor):
                     raise _TurnFailed(str(exc)) from None
             turn = request.turn(agent, tools)
             try:
-                if self.turn_timeout:
-                    response = await asyncio.wait_for(agent.run_turn(turn), self.turn_timeout)
+                if turn_timeout:
+                    response = await asyncio.wait_for(agent.run_turn(turn), turn_timeout)
                 else:
                     response = await agent.run_turn(turn)
             except AgentError as exc:
                 raise _TurnFailed(str(exc)) from None
             except TimeoutError:
-                raise _TurnFailed(
-                    f"the agent did not finish within {self.turn_timeout:g} s"
-                ) from None
+                raise _TurnFailed(f"the agent did not finish within {turn_timeout:g} s") from None
             if not isinstance(response, str):
                 raise _TurnFailed(f"the agent answered {type(response).__name__}, not text")
             calls = list(getattr(tools, "calls", []))
