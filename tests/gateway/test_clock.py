@@ -352,3 +352,54 @@ async def test_same_calls_give_the_same_times(bank_env: Environment, agent: Prin
         return [(r.virtual_time, r.state_hash) for r in gw.instance().trajectory]
 
     assert await run() == await run()
+
+
+async def test_get_time_in_a_time_zone_adds_the_local_time(gw: Gateway, agent: Principal) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    out = await gw.call(agent, "get_time", {"time_zone": "America/New_York"})
+    assert out.value == {
+        "current_time": "2026-03-02T09:00:00Z",
+        "virtual_time": "2026-03-02T09:00:00Z",
+        "time_zone": "America/New_York",
+        "local_time": "2026-03-02T04:00:00-05:00",
+    }
+
+
+async def test_get_time_in_an_unknown_time_zone_is_a_tool_error(
+    gw: Gateway, agent: Principal
+) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    out = await gw.call(agent, "get_time", {"time_zone": "Mars/Olympus"})
+    assert (out.ok, out.error.kind) == (False, "tool_error")
+    assert "unknown time zone 'Mars/Olympus'" in out.error.message
+    bad = await gw.call(agent, "get_time", {"zone": "UTC"})  # additionalProperties: false
+    assert bad.ok is False
+
+
+async def test_get_time_reads_to_the_second_and_says_what_it_is_for(
+    gw: Gateway, agent: Principal
+) -> None:
+    await gw.set_clock(SYSTEM, T0.replace(microsecond=250_000), rate=0, mode="wall")
+    out = await gw.call(agent, "get_time", {})
+    assert out.value["current_time"] == "2026-03-02T09:00:00Z"
+    assert out.value["virtual_time"] == "2026-03-02T09:00:00.250000Z"
+    (tool,) = [t for t in gw.list_tools(agent) if t.name == "get_time"]
+    assert "current_time is UTC" in tool.description
+    assert "local_time" in tool.description
+
+
+async def test_the_clock_state_has_t0_and_an_unarmed_one_says_only_so(gw: Gateway) -> None:
+    assert gw.clock_state().to_wire() == {
+        "armed": False,
+        "virtual_seconds_per_real_second": 1.0,
+        "mode": "stepped",
+    }
+    await gw.set_clock(SYSTEM, T0)
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    assert gw.clock_state().to_wire() == {
+        "armed": True,
+        "t0": "2026-03-02T09:00:00Z",
+        "virtual_seconds_per_real_second": 1.0,
+        "virtual_time": "2026-03-02T09:05:00Z",
+        "mode": "stepped",
+    }

@@ -11,7 +11,13 @@ import pytest
 
 from agentenv import SYSTEM, Environment, Gateway, Principal
 from agentenv.gateway import GatewayError
-from agentenv.gateway.triggers import TemplateError, check_value, render
+from agentenv.gateway.firing import NlInstruction
+from agentenv.gateway.triggers import (
+    SUPPORTED_TRIGGER_FEATURES,
+    TemplateError,
+    check_value,
+    render,
+)
 from agentenv.spec import Predicate, TriggerRegistration, parse_environment_spec
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -978,3 +984,293 @@ def test_check_value_extracts_then_tests() -> None:
     assert check_value(Predicate(exists=False), result, "items.3")
     assert not check_value(Predicate(equals=None), result, "missing")
     assert check_value(Predicate(equals=result), result, None)
+
+
+# -- the protocol's later features: unless, roles, delays, executors, hours -------------------
+
+
+def deadline(trigger_id: str = "deadline", **when) -> dict:
+    return {
+        "id": trigger_id,
+        "when": {"type": "time", **when},
+        "actions": [note_action(f"late-{trigger_id}")],
+    }
+
+
+async def test_unless_cancels_a_deadline_answered_in_time(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    unless = {"tool": "create_ticket", "where": {"priority": {"equals": "high"}}}
+    await gw.register_triggers(SYSTEM, reg(deadline(after="PT1H", unless=unless)))
+    await create(gw, "t2", priority="low")  # does not match `where`: still armed
+    assert info(gw, "deadline").status == "armed"
+    await create(gw, "t3", priority="high")
+    t = info(gw, "deadline")
+    assert (t.status, t.next_mark) == ("cancelled", None)
+    assert events(gw, "deadline") == ["added", "cancelled"]
+    await gw.advance_clock(SYSTEM, timedelta(hours=2))
+    assert "late-deadline" not in notes(gw)
+
+
+async def test_a_deadline_nobody_answers_fires(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    unless = {"tool": "create_ticket", "roles": ["supervisor"]}
+    await gw.register_triggers(SYSTEM, reg(deadline(after="PT1H", unless=unless)))
+    await create(gw, "t2")  # the agent is not a role that answers it
+    await gw.advance_clock(SYSTEM, timedelta(hours=2))
+    assert (info(gw, "deadline").status, "late-deadline" in notes(gw)) == ("fired", True)
+    await create(gw, "t3", who=SUPERVISOR)  # too late to cancel a fired one
+    assert info(gw, "deadline").status == "fired"
+
+
+async def test_a_trigger_anchored_after_another_is_due_offset_after_it_fires(
+    gw: Gateway,
+) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    follow_up = deadline("follow-up", after="escalate", offset="PT30M")
+    await gw.register_triggers(SYSTEM, reg(on_create(), follow_up))
+    assert info(gw, "follow-up").next_mark is None  # waits for its anchor
+    await create(gw, "t2")
+    assert info(gw, "follow-up").next_mark == "2026-03-02T09:30:00Z"
+    assert events(gw, "follow-up") == ["added", "anchored"]
+    await gw.advance_clock(SYSTEM, timedelta(minutes=31))
+    assert "late-follow-up" in notes(gw)
+
+
+async def test_cancelling_a_deadline_cancels_the_triggers_anchored_on_it(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    first = deadline("first", after="PT1H", unless={"tool": "add_note"})
+    second = deadline("second", after="first", offset="PT1H")
+    await gw.register_triggers(SYSTEM, reg(first, second))
+    await gw.call(AGENT, "add_note", {"record": {"id": "answer"}})
+    assert [info(gw, i).status for i in ("first", "second")] == ["cancelled", "cancelled"]
+
+
+@pytest.mark.parametrize(
+    ("when", "message"),
+    [
+        ({"every": "PT1H", "unless": {"tool": "add_note"}}, "only for a one-shot"),
+        ({"after": "escalate"}, "needs an 'offset'"),
+        ({"at": "PT1H", "roles": ["agent"]}, "roles"),
+    ],
+)
+def test_bad_deadlines_are_refused(when: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        reg(deadline(**when))
+
+
+async def test_when_roles_choose_who_provokes_past_the_watch_roles(gw: Gateway) -> None:
+    await gw.register_triggers(
+        SYSTEM, reg(on_create(repeat=True, roles=["supervisor"]), watch_roles=["agent"])
+    )
+    await create(gw, "t2")
+    assert notes(gw) == []
+    await create(gw, "t3", who=SUPERVISOR)
+    assert notes(gw) == ["n-t3"]
+
+
+async def test_the_executors_own_calls_provoke_nothing_unless_named(desk: Environment) -> None:
+    gw = Gateway(desk)
+    executor = {"a2a_url": "http://executor", "role": "supervisor"}
+    await gw.register_triggers(SYSTEM, reg(on_create(repeat=True), executor=executor))
+    await create(gw, "t2", who=SUPERVISOR)
+    assert notes(gw) == []  # the executor's role is never watched
+    await create(gw, "t3")
+    assert notes(gw) == ["n-t3"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"watch_roles": ["agent"], "executor": {"a2a_url": "http://x", "role": "agent"}},
+            "executor.role 'agent' is in watch_roles",
+        ),
+        (
+            {"executors": {"ops": {"a2a_url": "http://x", "role": "agent"}}, "watch_roles": []},
+            None,
+        ),
+    ],
+)
+async def test_an_executor_must_not_be_watched(gw: Gateway, fields: dict, message) -> None:
+    if message is None:
+        await gw.register_triggers(SYSTEM, reg(**fields))
+        return
+    with pytest.raises(GatewayError, match=message):
+        await gw.register_triggers(SYSTEM, reg(on_create(), **fields))
+    assert gw.triggers_state().triggers == []
+
+
+async def test_watch_roles_and_executors_are_set_once(gw: Gateway) -> None:
+    ops = {"a2a_url": "http://ops", "role": "supervisor"}
+    await gw.register_triggers(
+        SYSTEM, reg(on_create("a"), watch_roles=["agent"], executors={"ops": ops})
+    )
+    with pytest.raises(GatewayError, match="watch_roles \\['supervisor'\\] conflicts"):
+        await gw.register_triggers(SYSTEM, reg(on_create("b"), watch_roles=["supervisor"]))
+    other = {"a2a_url": "http://elsewhere", "role": "supervisor"}
+    with pytest.raises(GatewayError, match="executors\\['ops'\\] conflicts"):
+        await gw.register_triggers(SYSTEM, reg(on_create("b"), executors={"ops": other}))
+    await gw.register_triggers(SYSTEM, reg(on_create("b"), executors={"ops": ops}))  # same: fine
+    config = gw.triggers_state().config
+    assert (config.watch_roles, config.executor_configured, config.executors) == (
+        ["agent"],
+        False,
+        ["ops"],
+    )
+    await gw.remove_triggers(SYSTEM, None)  # clear: the settings may change again
+    await gw.register_triggers(SYSTEM, reg(on_create("b"), watch_roles=["supervisor"]))
+
+
+async def test_an_action_delay_puts_the_rest_of_the_firing_off(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    later = {**note_action("later"), "delay": "PT10M"}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[note_action("now"), later])))
+    await create(gw, "t2")
+    assert notes(gw) == ["now"]
+    t = info(gw, "escalate")
+    assert (t.status, t.waiting, t.fire_count) == ("firing", True, 0)
+    await gw.advance_clock(SYSTEM, timedelta(minutes=9))
+    assert notes(gw) == ["now"]
+    await gw.advance_clock(SYSTEM, timedelta(minutes=1))
+    assert sorted(notes(gw)) == ["later", "now"]
+    t = info(gw, "escalate")
+    assert (t.status, t.waiting, t.fire_count) == ("fired", False, 1)
+    assert events(gw, "escalate") == [
+        "added",
+        "detected",
+        "action_ok",
+        "delayed",
+        "action_ok",
+        "fired",
+    ]
+    (delayed,) = [e for e in gw.triggers_state().log if e.event == "delayed"]
+    assert (delayed.action_index, delayed.until) == (1, "2026-03-02T09:10:00Z")
+    later_record = next(r for r in gw.instance().trajectory if r.tool and r.trigger_id)
+    assert later_record.virtual_time == T0  # the first action ran at once
+
+
+async def test_a_random_delay_is_the_same_every_run(desk: Environment) -> None:
+    async def due_of_delay() -> str | None:
+        gw = Gateway(desk)
+        await gw.set_clock(SYSTEM, T0)
+        delayed = {**note_action("later"), "delay": {"dist": "exp", "mean": "PT1H", "seed": 3}}
+        await gw.register_triggers(SYSTEM, reg(on_create(actions=[delayed])))
+        await create(gw, "t2")
+        (event,) = [e for e in gw.triggers_state().log if e.event == "delayed"]
+        return event.until
+
+    assert await due_of_delay() == await due_of_delay()
+
+
+async def test_a_delayed_action_with_an_unarmed_clock_fails_clearly(gw: Gateway) -> None:
+    later = {**note_action("later"), "delay": "PT10M"}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[later])))
+    await create(gw, "t2")
+    t = info(gw, "escalate")
+    assert (t.status, t.error) == (
+        "armed",
+        "actions[0] (tool): a delayed action needs an armed clock",
+    )
+
+
+def test_a_barrier_and_a_delayed_action_do_not_go_together() -> None:
+    later = {**note_action("later"), "delay": "PT10M"}
+    with pytest.raises(ValueError, match="a trigger with a barrier cannot delay its actions"):
+        reg({**on_create(actions=[later]), "barrier": {}})
+
+
+def nl(executor: str | None = None) -> dict:
+    return {
+        "type": "nl",
+        "text": "Check ${args.id}",
+        **({"executor": executor} if executor else {}),
+    }
+
+
+async def test_an_nl_action_goes_to_the_executor_it_names(desk: Environment) -> None:
+    sent: list[tuple[str | None, str]] = []
+
+    async def sender(request: NlInstruction) -> str:
+        sent.append((request.executor.a2a_url if request.executor else None, request.instruction))
+        return "done"
+
+    gw = Gateway(desk, nl_sender=sender)
+    executors = {
+        "ops": {"a2a_url": "http://ops", "role": "supervisor"},
+        "billing": {"a2a_url": "http://billing", "role": "supervisor"},
+    }
+    await gw.register_triggers(
+        SYSTEM,
+        reg(
+            on_create(actions=[nl("billing"), nl()]),
+            executor={"a2a_url": "http://default", "role": "supervisor"},
+            executors=executors,
+        ),
+    )
+    await create(gw, "t2")
+    assert sent == [("http://billing", "Check t2"), ("http://default", "Check t2")]
+    assert gw.triggers_state().config.executors == ["billing", "ops"]
+
+
+async def test_an_nl_action_naming_an_unregistered_executor_is_refused(gw: Gateway) -> None:
+    with pytest.raises(GatewayError, match="actions\\[0\\].executor 'ops' is not a registered"):
+        await gw.register_triggers(SYSTEM, reg(on_create(actions=[nl("ops")])))
+    assert gw.triggers_state().triggers == []
+
+
+async def test_an_executor_outside_its_hours_gets_the_instruction_when_they_open(
+    desk: Environment,
+) -> None:
+    sent: list[datetime | None] = []
+
+    async def sender(request: NlInstruction) -> str:
+        sent.append(request.virtual_time)
+        return "done"
+
+    gw = Gateway(desk, nl_sender=sender)
+    await gw.set_clock(SYSTEM, T0)  # 09:00 UTC is 04:00 in New York
+    hours = {"start": "09:00", "end": "17:00", "time_zone": "America/New_York"}
+    executor = {"a2a_url": "http://ops", "role": "supervisor", "hours": hours}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[nl()]), executor=executor))
+    await create(gw, "t2")
+    assert sent == []
+    (deferred,) = [e for e in gw.triggers_state().log if e.event == "deferred"]
+    assert deferred.until == "2026-03-02T14:00:00Z"
+    assert info(gw, "escalate").waiting is True
+    await gw.advance_clock(SYSTEM, timedelta(hours=5))
+    assert sent == [datetime(2026, 3, 2, 14, 0, tzinfo=UTC)]
+    assert info(gw, "escalate").status == "fired"
+
+
+def test_the_supported_features_are_the_protocols_names_website_aside() -> None:
+    assert set(SUPPORTED_TRIGGER_FEATURES) == {
+        "named_executors",
+        "provoking_roles",
+        "action_delay",
+        "executor_hours",
+        "unless",
+        "executor_hours_time_zone",
+    }
+
+
+async def test_the_state_layout_is_the_protocols(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(SYSTEM, reg(on_create(), watch_roles=["agent"]))
+    await create(gw, "t2")
+    wire = gw.triggers_state().to_wire()
+    assert set(wire) == {"config", "triggers", "events", "events_dropped"}
+    assert wire["config"] == {
+        "watch_roles": ["agent"],
+        "executor_configured": False,
+        "executors": [],
+    }
+    (t,) = wire["triggers"]
+    assert {
+        "id", "type", "when", "status", "detected_at", "fired_at", "fire_count",
+        "failure_count", "last_failure_at", "barrier", "pending", "waiting", "next_mark",
+    } <= set(t)  # fmt: skip
+    assert (t["status"], t["fire_count"], t["when"]["tool"]) == ("fired", 1, "create_ticket")
+    detected = next(e for e in wire["events"] if e["kind"] == "detected")
+    assert detected["provoking"] == {"tool": "create_ticket", "role": "agent"}
+    assert detected["virtual_time"] == "2026-03-02T09:00:00Z"
+    assert wire["events_dropped"] == 0
