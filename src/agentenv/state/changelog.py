@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from time import time
 from typing import Any, Literal
 
 Operation = Literal["INSERT", "UPDATE", "DELETE"]
@@ -31,21 +32,28 @@ _SUMMARY_CHARS = 200
 _VALUE_CHARS = 50
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChangeRow:
     """One committed write: which record, what happened to it, and its values around it.
 
     `before` is the record before the write (None for an insert), `after` the record the
-    write left (None for a delete). Both are the state's own stored dicts: read only.
+    write left (None for a delete). Both are the state's own stored dicts: read only, like
+    the row itself (not frozen only because a frozen dataclass is slower to make).
     """
 
     id: int
-    timestamp: datetime
+    at: float
+    """When the write committed (seconds since the epoch: cheap to take on the write path)."""
     collection: str
     key: str
     operation: Operation
     before: Mapping[str, Any] | None
     after: Mapping[str, Any] | None
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the write committed, in UTC."""
+        return datetime.fromtimestamp(self.at, UTC)
 
     def changed_fields(self) -> dict[str, Any]:
         """The whole record for an insert or a delete; for an update, `{field: {old, new}}`
@@ -138,14 +146,12 @@ class Changelog:
     ) -> None:
         """Add the row of one committed write."""
         operation: Operation = "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
-        self._rows.append(
-            ChangeRow(row_id, datetime.now(UTC), collection, key, operation, before, after)
-        )
+        self._rows.append(ChangeRow(row_id, time(), collection, key, operation, before, after))
 
     def commit(
         self,
         last_id: int,
-        entries: Iterable[_Entry],
+        entries: Sequence[_Entry],
         current: Callable[[str, str], Mapping[str, Any] | None],
         missing: object,
     ) -> None:
@@ -156,10 +162,24 @@ class Changelog:
         after a write is the next write's "before" on the same key, or for the last write
         on a key the record there now (`current(collection, key)`).
         """
+        if len(entries) == 1:  # the common case, one write: no bookkeeping
+            entry = entries[0]
+            if entry[0] == "row":
+                collection, key, old = entry[1], entry[2], entry[3]
+                before = None if old is missing else old
+                deleted = len(entry) > 5  # a delete's entry carries the position it stood at
+                operation: Operation = (
+                    "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
+                )
+                after = None if deleted else current(collection, key)
+                self._rows.append(
+                    ChangeRow(last_id, time(), collection, key, operation, before, after)
+                )
+            return
         writes = [e for e in entries if e[0] == "row"]
         if not writes:
             return
-        now = datetime.now(UTC)
+        now = time()
         first = last_id - len(writes) + 1
         afters: list[Any] = [None] * len(writes)
         following: dict[tuple[str, str], Any] = {}
@@ -172,7 +192,7 @@ class Changelog:
         for i, (_, collection, key, old, _digest, *rest) in enumerate(writes):
             before = None if old is missing else old
             if rest:  # a delete's entry carries the position it stood at
-                operation: Operation = "DELETE"
+                operation = "DELETE"
                 after = None
             else:
                 operation = "INSERT" if before is None else "UPDATE"
