@@ -1213,7 +1213,7 @@ async def test_an_nl_action_goes_to_the_executor_it_names(desk: Environment) -> 
 
 
 async def test_an_nl_action_naming_an_unregistered_executor_is_refused(gw: Gateway) -> None:
-    with pytest.raises(GatewayError, match="actions\\[0\\].executor 'ops' is not a registered"):
+    with pytest.raises(GatewayError, match=r"actions\[0\]\.executor 'ops' is not a registered"):
         await gw.register_triggers(SYSTEM, reg(on_create(actions=[nl("ops")])))
     assert gw.triggers_state().triggers == []
 
@@ -1274,3 +1274,12 @@ async def test_the_state_layout_is_the_protocols(gw: Gateway) -> None:
     assert detected["provoking"] == {"tool": "create_ticket", "role": "agent"}
     assert detected["virtual_time"] == "2026-03-02T09:00:00Z"
     assert wire["events_dropped"] == 0
+
+
+async def test_a_trigger_without_actions_records_its_firings(gw: Gateway) -> None:
+    sensor = {"id": "decoy", "when": {"type": "action", "tool": "create_ticket"}, "actions": []}
+    await gw.register_triggers(SYSTEM, reg(sensor))
+    await create(gw, "t2")
+    t = info(gw, "decoy")
+    assert (t.status, t.fire_count) == ("fired", 1)
+    assert events(gw, "decoy") == ["added", "detected", "fired"]

@@ -644,8 +644,8 @@ BAD_TRIGGERS = [
         "exactly one",
     ),
     (
-        "no-actions",
-        {"id": "bad", "when": {"type": "action", "tool": "add_note"}, "actions": []},
+        "actions-not-a-list",
+        {"id": "bad", "when": {"type": "action", "tool": "add_note"}, "actions": {}},
         "actions",
     ),
     (

@@ -215,7 +215,6 @@ def test_a_permission_action_is_disable_or_enable() -> None:
     ("fields", "message"),
     [
         ({"id": ""}, "at least 1 character"),
-        ({"actions": []}, "at least 1 item"),
         ({"when": {"type": "weird"}}, "does not match any of the expected tags"),
         ({"actions": [{"type": "email"}]}, "does not match any of the expected tags"),
         ({"actions": [{"type": "tool"}]}, "tool"),
@@ -227,6 +226,10 @@ def test_bad_triggers(fields: dict, message: str) -> None:
     with pytest.raises(ValidationError) as info:
         _trigger(**fields)
     assert message in str(info.value)
+
+
+def test_a_trigger_without_actions_is_a_sensor() -> None:
+    assert _trigger(actions=[]).actions == []
 
 
 def test_barrier_defaults() -> None:

@@ -312,7 +312,9 @@ class TriggerSpec(_Doc):
         default=None, description="Ours: overrides the registration's watch_roles for this one."
     )
     when: When
-    actions: list[Action] = Field(min_length=1)
+    actions: list[Action] = Field(
+        description="What to do; none makes a sensor, whose firings are only recorded."
+    )
     barrier: Barrier | None = None
 
     @model_validator(mode="after")
