@@ -358,3 +358,28 @@ async def test_a_childs_data_plane_refuses_another_childs_collection(
     assert "mail__items" in answer["error"]["message"]
     r = await composed.post("/svc/nobody/agentenv", json={"jsonrpc": "2.0", "id": 1})
     assert r.status_code == 404
+
+
+async def test_an_instances_children_have_prefixed_data_planes(composed: httpx.AsyncClient) -> None:
+    assert (await composed.post("/instances", json={"id": "ep-9"})).status_code == 201
+    card = await get_card(composed, "/instances/ep-9")
+    stock = card["children_environments"][1]
+    assert stock["url"] == "/instances/ep-9/svc/inv/agentenv"
+    assert await get_card(composed, "/instances/ep-9/svc/inv") == stock
+    add = {"parts": [{"kind": "data", "data": {"items": [{"id": "only-ep-9"}]}}]}
+    assert (await rpc(composed, stock["url"], "data/add", add))["result"] == {}
+    mine = (await rpc(composed, stock["url"], "data/get"))["result"]["parts"][0]["data"]
+    default = (await rpc(composed, "/svc/inv/agentenv", "data/get"))["result"]["parts"][0]["data"]
+    assert [i["id"] for i in mine["items"]] == ["stock-1", "only-ep-9"]
+    assert [i["id"] for i in default["items"]] == ["stock-1"]
+
+
+async def test_text_parts_added_to_a_child_stay_with_that_child(
+    composed: httpx.AsyncClient,
+) -> None:
+    note = {"kind": "text", "text": "inventory counted on Monday"}
+    assert (await rpc(composed, "/svc/inv/agentenv", "data/add", {"parts": [note]}))["result"] == {}
+    assert (await rpc(composed, "/svc/inv/agentenv", "data/get"))["result"]["parts"][1:] == [note]
+    assert (await rpc(composed, "/svc/mail/agentenv", "data/get"))["result"]["parts"][1:] == []
+    assert (await rpc(composed, "/agentenv", "data/reset"))["result"] == {}  # resets them all
+    assert (await rpc(composed, "/svc/inv/agentenv", "data/get"))["result"]["parts"][1:] == []
