@@ -138,7 +138,9 @@ BAD_DOCUMENTS = [
     ),
     (
         "unknown-role",
-        ENV_YAML.replace("clock:", "access:\n  - {role: boss, tools: [echo]}\nclock:"),
+        ENV_YAML.replace(
+            "clock:", "strict_roles: true\naccess:\n  - {role: boss, tools: [echo]}\nclock:"
+        ),
         "access[0].role",
         "boss",
     ),

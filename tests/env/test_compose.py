@@ -322,7 +322,9 @@ def test_a_parent_rule_may_name_a_role_only_a_child_declares(services: Path) -> 
     env = compose(services, access=[{"role": "boss", "action": "disable", "tools": ["cal__*"]}])
     assert env.access[-1].role == "boss"
     error = document_error(
-        services, access=[{"role": "ghost", "action": "disable", "tools": ["cal__*"]}]
+        services,
+        access=[{"role": "ghost", "action": "disable", "tools": ["cal__*"]}],
+        strict_roles=True,  # without it, a rule may name any role
     )
     assert error.path == "access[0].role"
 

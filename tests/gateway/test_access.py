@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -19,26 +20,30 @@ def _crud(name: str, op: str, **extra) -> dict:
     return {"name": name, "crud": {"collection": "tickets", "op": op}, **extra}
 
 
-def make_env(access: list | None = None) -> Environment:
-    return Environment.from_spec(
-        parse_environment_spec(
-            {
-                "apiVersion": "agentenv/v1",
-                "kind": "Environment",
-                "name": "desk",
-                "roles": [{"name": "agent"}, {"name": "supervisor"}, {"name": "auditor"}],
-                "state": {"tickets": {}},
-                "seed": {"tickets": [{"id": "t1", "status": "open"}]},
-                "tools": [
-                    _crud("get_ticket", "get"),
-                    _crud("list_tickets", "list"),
-                    _crud("update_ticket", "update"),
-                    _crud("delete_ticket", "delete", roles=["supervisor"]),
-                ],
-                "access": access or [],
-            }
-        )
+def _spec(access: list | None = None, tools: list | None = None, **extra: object):
+    return parse_environment_spec(
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": "desk",
+            "roles": [{"name": "agent"}, {"name": "supervisor"}, {"name": "auditor"}],
+            "state": {"tickets": {}},
+            "seed": {"tickets": [{"id": "t1", "status": "open"}]},
+            "tools": [
+                _crud("get_ticket", "get"),
+                _crud("list_tickets", "list"),
+                _crud("update_ticket", "update"),
+                _crud("delete_ticket", "delete", roles=["supervisor"]),
+                *(tools or []),
+            ],
+            "access": access or [],
+            **extra,
+        }
     )
+
+
+def make_env(access: list | None = None, tools: list | None = None, **extra: object) -> Environment:
+    return Environment.from_spec(_spec(access, tools, **extra))
 
 
 def names(gw: Gateway, who: Principal, instance: str = "default") -> list[str]:
@@ -262,8 +267,23 @@ def test_access_control_from_rules_and_the_rules_view() -> None:
     assert not access.allowed("agent", tools["get_ticket"])
 
 
-async def test_a_role_the_environment_does_not_declare_gets_nothing() -> None:
+async def test_a_role_the_environment_does_not_declare_is_served_like_any_other() -> None:
     gw = Gateway(make_env())
+    contractor = Principal("contractor")
+    assert names(gw, contractor) == ["get_ticket", "list_tickets", "update_ticket"]
+    assert await can_call(gw, contractor, "update_ticket")
+    assert not await can_call(gw, contractor, "delete_ticket")  # declared for supervisors
+    assert gw.instance().trajectory[-1].role == "contractor"
+
+
+@pytest.mark.parametrize("how", ["document", "gateway"])
+async def test_with_strict_roles_an_undeclared_role_gets_nothing(how: str) -> None:
+    if how == "document":
+        env = Environment.from_spec(_spec(strict_roles=True))
+        gw = Gateway(env)
+    else:
+        gw = Gateway(make_env(), strict_roles=True)
+    assert gw.strict_roles
     stranger = Principal("agnet")  # a typo of "agent"
     assert names(gw, stranger) == []
     before = gw.instance().state.hash()
@@ -272,6 +292,17 @@ async def test_a_role_the_environment_does_not_declare_gets_nothing() -> None:
     assert result.error is not None and "unknown role 'agnet'" in result.error.message
     assert gw.instance().state.hash() == before
     assert gw.instance().trajectory[-1].denied
+    assert await can_call(gw, AGENT, "get_ticket")
+    assert await can_call(gw, Principal("default"), "get_ticket")  # the default role
+    with pytest.raises(GatewayError, match="unknown role 'agnet'") as info:
+        await gw.set_tool_access(SYSTEM, "disable", "agnet", ["get_ticket"])
+    assert info.value.status == 400
+    assert gw.instance().access.rules() == {}
+
+
+def test_strict_roles_can_be_turned_off_at_the_gateway() -> None:
+    gw = Gateway(Environment.from_spec(_spec(strict_roles=True)), strict_roles=False)
+    assert names(gw, Principal("agnet")) == ["get_ticket", "list_tickets", "update_ticket"]
 
 
 async def test_an_environment_that_declares_no_roles_serves_any_role_name() -> None:
@@ -289,3 +320,158 @@ async def test_an_environment_that_declares_no_roles_serves_any_role_name() -> N
     anyone = Principal("whoever")
     assert names(gw, anyone) == ["get_note"]
     assert (await gw.call(anyone, "get_note", {"id": "n1"})).ok
+
+
+# -- the protocol's `default` role -----------------------------------------------------------
+
+
+async def test_the_default_role_is_the_environments_default_role() -> None:
+    gw = Gateway(make_env(default_role="supervisor"))
+    nobody = Principal("default")  # what a gateway forwards when it has no role to forward
+    assert names(gw, nobody) == ALL  # as the supervisor: delete_ticket is theirs
+    assert await can_call(gw, nobody, "delete_ticket")
+    assert gw.instance().trajectory[-1].role == "supervisor"
+
+
+async def test_rules_for_default_apply_to_the_default_role_after_its_own() -> None:
+    gw = Gateway(make_env(default_role="agent"))
+    await gw.set_tool_access(SYSTEM, "disable", "default", ["get_ticket", "update_ticket"])
+    await gw.set_tool_access(SYSTEM, "enable", "agent", ["update_ticket"])
+    assert gw.instance().access.rules()["default"] == {"get_ticket": False, "update_ticket": False}
+    for who in (AGENT, Principal("default")):
+        assert names(gw, who) == ["list_tickets", "update_ticket"]
+        await assert_listing_matches_calls(gw, who)
+    assert names(gw, SUPERVISOR) == ALL  # not the default role: untouched
+
+
+def test_a_document_rule_may_name_any_role() -> None:
+    env = make_env([{"role": "contractor", "tools": ["update_ticket"]}])
+    gw = Gateway(env)
+    assert "update_ticket" not in names(gw, Principal("contractor"))
+    assert "update_ticket" in names(gw, AGENT)
+
+
+async def test_run_time_rules_may_name_any_role() -> None:
+    gw = Gateway(make_env())
+    rules = await gw.set_tool_access(SYSTEM, "disable", "contractor", ["update_ticket"])
+    assert rules == {"contractor": {"update_ticket": False}}
+    assert names(gw, Principal("contractor")) == ["get_ticket", "list_tickets"]
+
+
+# -- how rules combine, as the protocol's gateways combine them --------------------------------
+
+
+async def test_a_wildcard_role_rule_about_a_tool_overrides_each_roles_earlier_rule() -> None:
+    gw = Gateway(make_env())
+    await gw.set_tool_access(SYSTEM, "disable", "agent", ["get_ticket"])
+    rules = await gw.set_tool_access(SYSTEM, "enable", "*", ["get_ticket"])
+    assert rules == {"agent": {"get_ticket": True}, "*": {"get_ticket": True}}
+    assert "get_ticket" in names(gw, AGENT)
+    await gw.set_tool_access(SYSTEM, "disable", "agent", ["get_ticket"])  # a later one wins
+    assert "get_ticket" not in names(gw, AGENT)
+
+
+async def test_everything_for_everyone_starts_over() -> None:
+    gw = Gateway(make_env())
+    await gw.set_tool_access(SYSTEM, "enable", "agent", ["delete_ticket"])
+    await gw.set_tool_access(SYSTEM, "disable", "auditor", "*")
+    rules = await gw.set_tool_access(SYSTEM, "enable", "*", "*")
+    assert rules == {"*": {"*": True}}
+    assert "delete_ticket" not in names(gw, AGENT)  # the agent's grant went with the rest
+    assert names(gw, AUDITOR) == ["get_ticket", "list_tickets", "update_ticket"]
+
+
+# -- tools hidden by default ------------------------------------------------------------------
+
+HIDDEN = _crud("reopen_ticket", "update", hidden_by_default=True)
+
+
+def hidden_env(access: list | None = None) -> Environment:
+    return make_env(access, tools=[HIDDEN])
+
+
+async def test_a_hidden_tool_is_hidden_from_every_role_and_the_system_may_call_it() -> None:
+    gw = Gateway(hidden_env())
+    for who in (AGENT, SUPERVISOR, AUDITOR, Principal("contractor"), Principal("default")):
+        assert "reopen_ticket" not in names(gw, who)
+        await assert_listing_matches_calls(gw, who)
+    out = await gw.call(AGENT, "reopen_ticket", {"id": "t1"})
+    assert out.denied and out.error is not None
+    assert out.error.message == "role 'agent' may not call 'reopen_ticket'"
+    assert "reopen_ticket" in names(gw, SYSTEM)
+    assert (await gw.call(SYSTEM, "reopen_ticket", {"id": "t1"})).ok
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"role": "agent", "action": "enable", "tools": "*"},
+        {"role": "*", "action": "enable", "tools": "*"},
+        {"role": "agent", "action": "enable", "tools": ["reopen*"]},
+    ],
+    ids=["role-star", "star-star", "prefix"],
+)
+async def test_a_rule_that_does_not_name_a_hidden_tool_leaves_it_hidden(rule: dict) -> None:
+    gw = Gateway(hidden_env([rule]))
+    assert "reopen_ticket" not in names(gw, AGENT)
+    assert "update_ticket" in names(gw, AGENT)
+    await assert_listing_matches_calls(gw, AGENT)
+
+
+async def test_naming_a_hidden_tool_shows_it_to_that_role_only() -> None:
+    gw = Gateway(hidden_env())
+    await gw.set_tool_access(SYSTEM, "enable", "agent", ["reopen_ticket"])
+    assert "reopen_ticket" in names(gw, AGENT)
+    assert "reopen_ticket" not in names(gw, SUPERVISOR)
+    await assert_listing_matches_calls(gw, AGENT)
+    await gw.set_tool_access(SYSTEM, "disable", "agent", "*")  # a role's `*` replaces it
+    assert names(gw, AGENT) == []
+    await gw.set_tool_access(SYSTEM, "enable", "*", ["reopen_ticket"])  # every role
+    assert "reopen_ticket" in names(gw, SUPERVISOR)
+    assert names(gw, AGENT) == ["reopen_ticket"]
+
+
+async def test_a_hidden_tool_is_listed_with_the_protocols_meta() -> None:
+    gw = Gateway(hidden_env([{"role": "agent", "action": "enable", "tools": ["reopen_ticket"]}]))
+    listed = {t.name: t for t in gw.list_tools(AGENT)}
+    wire = listed["reopen_ticket"].model_dump(by_alias=True)
+    assert wire["_meta"] == {"agentenv.io/hiddenByDefault": True}
+    assert "_meta" not in listed["get_ticket"].model_dump(by_alias=True)
+    assert "_meta" not in listed["get_ticket"].model_dump_json(by_alias=True)
+
+
+PLUMBING_TOOLS = '''
+from agentenv import tool
+
+
+@tool(hidden_by_default=True)
+def plumbing() -> str:
+    """Task plumbing."""
+    return "ok"
+
+
+@tool
+def visible() -> str:
+    """For agents."""
+    return "ok"
+'''
+
+PLUMBING_ENV = """
+apiVersion: agentenv/v1
+kind: Environment
+name: plumbing
+tools:
+  - {function: tools.py:plumbing}
+  - {function: tools.py:visible, name: secret, hidden_by_default: true}
+  - {function: tools.py:visible}
+"""
+
+
+def test_hidden_by_default_from_a_decorator_and_from_the_document(tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(PLUMBING_TOOLS, encoding="utf-8")
+    (tmp_path / "env.yaml").write_text(PLUMBING_ENV, encoding="utf-8")
+    env = Environment.load(tmp_path)
+    assert env.tools["plumbing"].hidden_by_default
+    assert env.tools["secret"].hidden_by_default
+    assert not env.tools["visible"].hidden_by_default
+    assert names(Gateway(env), Principal("default")) == ["visible"]

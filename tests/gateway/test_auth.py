@@ -47,6 +47,25 @@ def test_the_header_is_trimmed() -> None:
     assert Authenticator().principal("  agent ", None).role == "agent"
 
 
+@pytest.mark.parametrize("header", ["default", " default "])
+def test_the_protocols_default_role_is_the_environments_default_role(header: str) -> None:
+    # `default` is what a gateway sends when it has no role to forward.
+    assert Authenticator(default_role="agent").principal(header, None).role == "agent"
+
+
+@pytest.mark.parametrize(
+    ("value", "role"),
+    [(None, "agent"), ("", "agent"), ("default", "agent"), (7, "agent"), (" boss ", "boss")],
+)
+def test_resolve_role(value: object, role: str) -> None:
+    assert Authenticator(default_role="agent").resolve_role(value) == role
+
+
+def test_a_token_for_default_acts_as_the_default_role() -> None:
+    auth = Authenticator({"s": "default"}, default_role="agent")
+    assert auth.principal(None, "Bearer s") == Principal("agent", name="token:default")
+
+
 def test_for_host_is_trusted_only_on_loopback() -> None:
     assert Authenticator.for_host("127.0.0.1").trusted
     assert Authenticator.for_host("localhost", default_role="x").default_role == "x"

@@ -445,20 +445,81 @@ async def test_in_trusted_mode_the_role_can_come_from_meta(served: Served, mode:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_role_header_wins_over_meta(served: Served, mode: str) -> None:
+async def test_a_meta_role_wins_over_the_header(served: Served, mode: str) -> None:
+    # A `_meta` role entry marks a call a gateway proxied: the header is the gateway's own.
     headers = {"AgentEnv-Role": "agent"}
     meta = {META_ROLE: "supervisor"}
     async with (
         rest(served.url) as http,
         mcp_client(served.url + "/mcp", headers=headers, mode=mode) as client,
     ):
-        before = await state_hash(http)
-        assert set(await mcp_tools(client, meta)) == AGENT_TOOLS
+        assert set(await mcp_tools(client, meta)) == SUPERVISOR_TOOLS
         result = await client.call_tool("purge", {"note_id": "N-1"}, meta=meta)
-        assert result.is_error
-        assert await state_hash(http) == before
+        assert not result.is_error, result
         [record] = await trajectory(http)
-        assert (record["role"], record["denied"]) == ("agent", True)
+        assert (record["role"], record["denied"]) == ("supervisor", False)
+
+
+@pytest.mark.parametrize("forwarded", ["default", "", "  "])
+async def test_a_meta_role_of_default_or_blank_is_the_default_role(
+    served: Served, forwarded: str
+) -> None:
+    # What upstream's gateway stamps when its caller named no role: even over a header.
+    headers = {"AgentEnv-Role": "supervisor"}
+    meta = {META_ROLE: forwarded}
+    async with (
+        rest(served.url) as http,
+        mcp_client(served.url + "/mcp", headers=headers) as client,
+    ):
+        assert set(await mcp_tools(client, meta)) == AGENT_TOOLS
+        result = await client.call_tool("add_note", {"note_id": "N-7", "text": "x"}, meta=meta)
+        assert not result.is_error, result
+        denied = await client.call_tool("purge", {"note_id": "N-1"}, meta=meta)
+        assert denied.is_error
+        records = await trajectory(http)
+    assert [(r["tool"], r["role"], r["denied"]) for r in records] == [
+        ("add_note", "agent", False),
+        ("purge", "agent", True),
+    ]
+
+
+async def test_a_call_with_no_role_anywhere_is_the_default_role(served: Served) -> None:
+    async with rest(served.url) as http, mcp_client(served.url + "/mcp") as client:
+        result = await client.call_tool("add_note", {"note_id": "N-8", "text": "x"})
+        assert not result.is_error, result
+        [record] = await trajectory(http)
+    assert record["role"] == "agent"
+
+
+HIDDEN_ENV = """\
+apiVersion: agentenv/v1
+kind: Environment
+name: hidden-notes
+state: {notes: {key: id}}
+tools:
+  - {name: get_note, crud: {collection: notes, op: get}}
+  - {name: purge_note, crud: {collection: notes, op: delete}, hidden_by_default: true}
+"""
+
+
+async def test_a_hidden_tool_is_listed_with_its_meta_once_a_rule_names_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "env.yaml").write_text(HIDDEN_ENV, encoding="utf-8")
+    gateway = Gateway(Environment.load(tmp_path))
+    with serving(gateway) as url:
+        async with mcp_client(url + "/mcp") as client:
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["get_note"]
+            assert listed.tools[0].meta is None
+            async with rest(url) as http:
+                enabled = await http.post(
+                    "/tools/enable", json={"role": "default", "tools": ["purge_note"]}
+                )
+                assert enabled.status_code == 200, enabled.text
+            listed = await client.list_tools()
+    shown = {t.name: t.meta for t in listed.tools}
+    assert shown == {"get_note": None, "purge_note": {"agentenv.io/hiddenByDefault": True}}
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -211,6 +211,7 @@ def test_reference_problems_lists_every_unresolved_reference_with_its_location()
             {"name": "b", "crud": {"collection": "orders", "op": "get"}, "roles": ["x", "agent"]},
         ],
         access=[{"role": "*", "tools": "*"}, {"role": "ghost", "tools": ["a"]}],
+        strict_roles=True,  # access rules may name any role unless roles are strict
     )
     problems = s.reference_problems()
     assert [loc for loc, _ in problems] == [
@@ -226,6 +227,8 @@ def test_reference_problems_lists_every_unresolved_reference_with_its_location()
         "unknown collection 'orders' (collections: tickets)"
     )
     assert messages[("seed", "users")] == "no collection 'users' is declared in 'state'"
+    relaxed = s.model_copy(update={"strict_roles": False}).reference_problems()
+    assert ("access", 1, "role") not in [loc for loc, _ in relaxed]
 
 
 def test_triggers_as_a_list_are_a_registration() -> None:

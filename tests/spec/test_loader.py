@@ -216,7 +216,7 @@ BAD_DOCUMENTS = [
         "unknown collection 'orders' (collections: tickets, notes)",
     ),
     (
-        _with(access=[{"role": "ghost", "tools": "*"}]),
+        _with(access=[{"role": "ghost", "tools": "*"}], strict_roles=True),
         "access[0].role",
         "unknown role 'ghost' (roles: agent, supervisor)",
     ),
@@ -303,7 +303,7 @@ def test_a_bad_value_of_a_union_field_is_located_as_written(changes: dict, path:
 
 
 def test_several_problems_are_counted(tmp_path: Path) -> None:
-    doc = _with(default_role="boss", access=[{"role": "ghost", "tools": "*"}])
+    doc = _with(default_role="boss", access=[{"role": "ghost", "tools": "*"}], strict_roles=True)
     with pytest.raises(DocumentError) as info:
         parse_environment_spec(doc, "env.yaml")
     assert info.value.path == "default_role"

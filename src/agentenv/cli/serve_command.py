@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import typer
@@ -39,18 +39,38 @@ def serve(
             "--stdio", help="Speak MCP over stdin/stdout instead (for clients that spawn servers)."
         ),
     ] = False,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            envvar="GATEWAY_MODE",
+            help="consistent (calls on one instance run one at a time) or performance (they "
+            "may overlap). Default: the document's gateway_mode, else consistent.",
+        ),
+    ] = None,
+    strict_roles: Annotated[
+        bool | None,
+        typer.Option(
+            "--strict-roles/--any-role",
+            help="Serve only the roles the document declares (others are refused), or any "
+            "role name. Default: the document's strict_roles, else any role.",
+        ),
+    ] = None,
 ) -> None:
     """Serve an environment: card, /step and MCP (/mcp) on one port, or MCP over stdio."""
     env = load_env(path)
+    if mode is not None and mode not in ("consistent", "performance"):
+        fail(f"--mode: expected 'consistent' or 'performance', got {mode!r}")
+    options = {"mode": mode, "strict_roles": strict_roles}
     if stdio:
-        _serve_stdio(env)
+        _serve_stdio(env, options)
         return
     try:
         tokens = parse_tokens(token or [])
     except ValueError as exc:
         fail(f"--token: {exc}")
     try:
-        gateway = Gateway(env)
+        gateway = Gateway(env, **options)
     except GatewayError as exc:
         fail(f"{path}: {exc}")
     _send_nl_over_a2a(gateway, host, port, tokens)
@@ -61,14 +81,15 @@ def serve(
         )
     if port and not _port_free(host, port):
         fail(f"port {port} on {host} is in use (pick another with --port)")
-    mode = (
+    auth_mode = (
         "trusted local (AgentEnv-Role header)"
         if is_loopback(host) and not tokens
         else "bearer tokens"
     )
     console.print(
         f"[bold]{env.name}[/] on http://{host}:{port}  card: /.well-known/agent-env.json  "
-        f"auth: {mode}",
+        f"auth: {auth_mode}  mode: {gateway.mode}"
+        + ("  roles: strict" if gateway.strict_roles else ""),
         highlight=False,
     )
     server = make_server(
@@ -77,10 +98,10 @@ def serve(
     server.run()
 
 
-def _serve_stdio(env: Environment) -> None:
+def _serve_stdio(env: Environment, options: dict[str, Any]) -> None:
     # stdout belongs to the MCP protocol now: say nothing there.
     try:
-        gateway = Gateway(env)
+        gateway = Gateway(env, **options)
     except GatewayError as exc:
         fail(str(exc))
     _send_nl_over_a2a(gateway)

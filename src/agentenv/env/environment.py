@@ -25,6 +25,7 @@ from agentenv.spec.environment import (
     AccessRuleSpec,
     ClockSpec,
     EnvironmentSpec,
+    GatewayMode,
     RoleSpec,
     ToolSpec,
 )
@@ -51,6 +52,8 @@ class Environment:
     triggers: TriggerRegistration = field(default_factory=TriggerRegistration)
     access: tuple[AccessRuleSpec, ...] = ()
     role_descriptions: dict[str, str] = field(default_factory=dict)
+    strict_roles: bool = False
+    gateway_mode: GatewayMode = "consistent"
     source: Path | None = None
     children: tuple[tuple[str, Environment], ...] = ()
 
@@ -112,6 +115,7 @@ class Environment:
                     kind=tspec.kind,
                     duration=tspec.duration,
                     timeout=tspec.timeout,
+                    hidden_by_default=tspec.hidden_by_default,
                 )
                 continue
             for t in _tools_of(tspec, spec, base, file, f"tools[{i}]"):
@@ -148,7 +152,7 @@ class Environment:
             raise DocumentError(file, "seed", str(exc)) from None
 
         for i, rule in enumerate(spec.access):
-            if rule.role != "*" and rule.role not in roles:
+            if spec.strict_roles and rule.role not in ("*", "default") and rule.role not in roles:
                 raise DocumentError(
                     file,
                     f"access[{i}].role",
@@ -181,6 +185,8 @@ class Environment:
             clock=clock,
             triggers=registration,
             access=tuple(access),
+            strict_roles=spec.strict_roles,
+            gateway_mode=spec.gateway_mode,
             source=Path(file) if file else None,
             children=tuple(children),
         )
@@ -256,9 +262,11 @@ def _tools_of(
         "kind": tspec.kind,
         "duration": tspec.duration,
         "timeout": tspec.timeout,
+        "hidden_by_default": tspec.hidden_by_default,
     }
     if tspec.crud is not None:
-        return [build_crud_tool(tspec, spec.state[tspec.crud.collection])]
+        crud_tool = build_crud_tool(tspec, spec.state[tspec.crud.collection])
+        return [crud_tool.with_options(hidden_by_default=tspec.hidden_by_default)]
     if tspec.function is not None:
         fn = _resolve(tspec.function, base, file, f"{where}.function")
         if not callable(fn):

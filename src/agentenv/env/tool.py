@@ -43,6 +43,9 @@ class Principal:
         return f"{self.name}({self.role})" if self.name else self.role
 
 
+HIDDEN_BY_DEFAULT_META_KEY = "agentenv.io/hiddenByDefault"
+"""The MCP `_meta` key of a tool hidden from every role until an access rule names it."""
+
 SYSTEM = Principal(role="system", name="agentenv", admin=True)
 """The principal of trigger actions and control operations; passes every access rule."""
 
@@ -79,6 +82,7 @@ class ToolOptions:
     duration: timedelta | None = None
     timeout: float | None = None
     blocking: bool = False
+    hidden_by_default: bool = False
 
 
 _MARK = "__agentenv_tool__"
@@ -94,6 +98,7 @@ def tool(
     duration: float | timedelta | None = None,
     timeout: float | None = None,
     blocking: bool = False,
+    hidden_by_default: bool = False,
 ) -> Any:
     """Mark a function (or method) as a tool. The function itself is returned unchanged.
 
@@ -101,6 +106,9 @@ def tool(
     parameters are the tool's arguments. `kind="read"` promises not to write the state (the
     gateway holds the tool to it). `duration` is how far a stepped clock moves per call.
     `blocking=True` runs a sync function in a worker thread, off the event loop.
+    `hidden_by_default=True` hides the tool from every role until an access rule names it
+    (for plumbing a task drives but the agent must not see); it is listed with the
+    protocol's `_meta {"agentenv.io/hiddenByDefault": true}`.
     """
     if isinstance(duration, int | float):
         duration = timedelta(seconds=duration)
@@ -112,6 +120,7 @@ def tool(
         duration=duration,
         timeout=timeout,
         blocking=blocking,
+        hidden_by_default=hidden_by_default,
     )
 
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -146,10 +155,14 @@ class Tool:
     timeout: float | None = None
     blocking: bool = False
     source: str = ""
+    hidden_by_default: bool = False
 
     def info(self) -> ToolInfo:
         """The tool as agents see it."""
-        return ToolInfo(name=self.name, description=self.description, inputSchema=self.input_schema)
+        meta = {HIDDEN_BY_DEFAULT_META_KEY: True} if self.hidden_by_default else None
+        return ToolInfo(
+            name=self.name, description=self.description, inputSchema=self.input_schema, _meta=meta
+        )
 
     def with_options(self, **changes: Any) -> Tool:
         """A copy with some fields replaced (used for document overrides)."""
@@ -211,6 +224,7 @@ class Tool:
             return getattr(options, key) if value is None else value
 
         roles = pick("roles")
+        hidden = overrides.pop("hidden_by_default", None)
         return cls(
             name=name,
             description=description.strip(),
@@ -223,6 +237,7 @@ class Tool:
             duration=pick("duration"),
             timeout=pick("timeout"),
             blocking=options.blocking,
+            hidden_by_default=options.hidden_by_default if hidden is None else hidden,
             source=f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', name)}",
             **overrides,
         )

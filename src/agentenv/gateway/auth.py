@@ -2,7 +2,8 @@
 
 Two modes. In *trusted local* mode (the default when the server listens on loopback and
 no token is configured) the `AgentEnv-Role` header names the role and every caller may use
-the control plane, as on a developer's laptop. Once tokens are configured, or the server
+the control plane, as on a developer's laptop. No header, a blank one or the protocol's
+`default` ("no role forwarded") is the environment's default role. Once tokens are configured, or the server
 listens beyond loopback, only `Authorization: Bearer <token>` counts: the token's role is
 the caller's role, the role header grants nothing, and only `admin` tokens reach the
 control plane.
@@ -17,6 +18,8 @@ from collections.abc import Mapping
 from agentenv.env.tool import SYSTEM, Principal
 
 ADMIN_ROLE = "admin"
+DEFAULT_ROLE = "default"
+"""The protocol's role of a caller that names none: the environment's default role."""
 
 
 class AuthError(Exception):
@@ -58,7 +61,7 @@ class Authenticator:
     def principal(self, role_header: str | None, authorization: str | None) -> Principal:
         """The caller, from the role header and the Authorization header."""
         if self.trusted:
-            role = (role_header or "").strip() or self.default_role
+            role = self.resolve_role(role_header)
             if role == SYSTEM.role:
                 raise AuthError(f"the role {SYSTEM.role!r} is the gateway's own; pick another")
             return Principal(role=role, admin=True)
@@ -67,8 +70,17 @@ class Authenticator:
         secret = authorization[7:].strip()
         for known, role in self._tokens.items():
             if hmac.compare_digest(known.encode(), secret.encode()):
-                return Principal(role=role, name=f"token:{role}", admin=role == ADMIN_ROLE)
+                acting = self.resolve_role(role)
+                return Principal(role=acting, name=f"token:{role}", admin=role == ADMIN_ROLE)
         raise AuthError("unknown bearer token")
+
+    def resolve_role(self, value: object) -> str:
+        """A role as a caller named it (a header, an MCP `_meta` entry): trimmed; nothing,
+        blank or the protocol's `default` is the environment's default role."""
+        if not isinstance(value, str):
+            return self.default_role
+        role = value.strip()
+        return self.default_role if role in ("", DEFAULT_ROLE) else role
 
 
 def parse_tokens(items: list[str]) -> dict[str, str]:

@@ -179,7 +179,7 @@ class ControlPlane:
         """Disable or enable tools for a role at run time; unknown tool names are an error."""
         self._control(principal)
         inst = self.instance(instance)
-        if role != "*" and role not in self._roles:
+        if role not in ("*", "default") and not self._role_known(role):  # only strict roles
             raise GatewayError(f"unknown role {role!r} (roles: {', '.join(self.env.roles)})")
         if tools != "*":
             unknown = [t for t in tools if not self._names_a_tool(inst, t)]

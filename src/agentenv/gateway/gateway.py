@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from time import perf_counter
 from typing import Any, Literal
@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
+from agentenv.gateway.access import DEFAULT_ROLE
 from agentenv.gateway.clock import GET_TIME
 from agentenv.gateway.control import ControlPlane
 from agentenv.gateway.errors import (
@@ -35,8 +36,9 @@ from agentenv.gateway.errors import (
     UnknownInstance,
 )
 from agentenv.gateway.firing import Firer, NlSender, no_nl_sender
-from agentenv.gateway.instance import Instance
+from agentenv.gateway.instance import Instance, SharedLock
 from agentenv.gateway.results import CallResult
+from agentenv.spec.environment import GatewayMode
 from agentenv.spec.triggers import CheckStep
 from agentenv.spec.wire import CallError, ToolInfo
 from agentenv.state import Snapshot, State, StateError
@@ -62,13 +64,32 @@ class _Problem:
 class Gateway(ControlPlane):
     """Serves one environment to many callers and many instances, through `call`."""
 
-    def __init__(self, env: Environment, *, nl_sender: NlSender | None = None) -> None:
+    def __init__(
+        self,
+        env: Environment,
+        *,
+        nl_sender: NlSender | None = None,
+        mode: GatewayMode | None = None,
+        strict_roles: bool | None = None,
+    ) -> None:
         """`nl_sender` carries out the `nl` actions of triggers (default: they fail,
-        saying so); the layers above install the A2A one (`agents.a2a.nl`)."""
+        saying so); the layers above install the A2A one (`agents.a2a.nl`). `mode` and
+        `strict_roles` override the environment document's `gateway_mode` and
+        `strict_roles`."""
         self.env = env
         self.nl_sender: NlSender = nl_sender or no_nl_sender
+        if mode not in (None, "consistent", "performance"):
+            raise GatewayError(f"unknown gateway mode {mode!r} (modes: consistent, performance)")
+        self.mode: GatewayMode = mode or env.gateway_mode
+        self.strict_roles = env.strict_roles if strict_roles is None else strict_roles
+        self._performance = self.mode == "performance"
         self._roles = frozenset(env.roles)
-        self._open_roles = env.roles == ("default",)
+        # Undeclared role names are served unless roles are strict (an environment that
+        # declares none, the implicit `default`, serves any name either way).
+        self._open_roles = not self.strict_roles or env.roles == (DEFAULT_ROLE,)
+        # The protocol's `default` is "no role forwarded": the environment's default role.
+        self._default = Principal(role=env.default_role)
+        self._rename_default = env.default_role != DEFAULT_ROLE
         self._instances: dict[str, Instance] = {}
         self._firer = Firer(self)
         self.create_instance(DEFAULT_INSTANCE)
@@ -95,7 +116,7 @@ class Gateway(ControlPlane):
         instance_id = instance_id or uuid.uuid4().hex[:12]
         if instance_id in self._instances:
             raise GatewayError(f"instance {instance_id!r} already exists")
-        inst = Instance.create(instance_id, self.env, state)
+        inst = Instance.create(instance_id, self.env, state, mode=self.mode)
         if self.env.triggers.triggers:
             self._firer.register(inst, self.env.triggers)
         self._instances[instance_id] = inst
@@ -129,6 +150,7 @@ class Gateway(ControlPlane):
     def tools_for(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[Tool]:
         """The tools this principal may see (and call) on an instance."""
         inst = self.instance(instance)
+        principal = self.resolve(principal)
         tools = list(self.env.tools.values())
         if inst.clock.armed and GET_TIME.name not in self.env.tools:
             tools.append(GET_TIME)
@@ -137,9 +159,15 @@ class Gateway(ControlPlane):
         return [t for t in tools if inst.access.allowed(principal.role, t)]
 
     def _role_known(self, role: str) -> bool:
-        # An environment that declares its roles serves only those (and the system);
-        # one that declares none (the implicit `default`) serves any role name.
+        # With strict roles, only the declared ones (and the system) are served.
         return self._open_roles or role in self._roles or role == SYSTEM.role
+
+    def resolve(self, principal: Principal) -> Principal:
+        """The principal a call acts as: the protocol's role `default` (no role forwarded)
+        is the environment's default role."""
+        if principal.role == DEFAULT_ROLE and self._rename_default:
+            return replace(principal, role=self.env.default_role)
+        return principal
 
     def list_tools(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[ToolInfo]:
         """`tools/list` for a principal: only what its role may call."""
@@ -162,6 +190,10 @@ class Gateway(ControlPlane):
         to record the call in.
         """
         inst = self.instance(instance)
+        if self._rename_default and principal.role == DEFAULT_ROLE:
+            principal = replace(principal, role=self.env.default_role)
+        if self._performance:
+            return await self._call_shared(inst, principal, tool, args, session)
         async with inst.lock:
             triggers = inst.triggers
             if not triggers.empty:  # the common case has none: skip the trigger work
@@ -169,6 +201,30 @@ class Gateway(ControlPlane):
             result = await self.execute(inst, principal, tool, args, session=session)
             if not triggers.empty:
                 await self._firer.fire_due(inst)
+            return result
+
+    async def _call_shared(
+        self,
+        inst: Instance,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any] | None,
+        session: str | None,
+    ) -> CallResult:
+        """`call` in performance mode: calls overlap. An instance with triggers runs its
+        calls one at a time still, since a trigger must see the state each call leaves."""
+        lock = inst.lock
+        assert isinstance(lock, SharedLock)
+        if inst.triggers.empty:
+            async with lock.shared():
+                if inst.triggers.empty:
+                    return await self.execute(
+                        inst, principal, tool, args, session=session, isolated=True
+                    )
+        async with lock:
+            await self._firer.fire_due(inst)
+            result = await self.execute(inst, principal, tool, args, session=session)
+            await self._firer.fire_due(inst)
             return result
 
     async def execute(
@@ -182,8 +238,11 @@ class Gateway(ControlPlane):
         now: datetime | None = None,
         session: str | None = None,
         trigger_id: str | None = None,
+        isolated: bool = False,
     ) -> CallResult:
-        """The pipeline behind `call` (also used by trigger actions). Hold `inst.lock`."""
+        """The pipeline behind `call` (also used by trigger actions). Hold `inst.lock`
+        (exclusively, or shared with `isolated`: a tool that awaits then runs on its own
+        fork of the state, merged when it ends)."""
         started = perf_counter()
         state = inst.state
         vt = now or inst.clock.now()
@@ -219,11 +278,14 @@ class Gateway(ControlPlane):
             ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id)
             before = state.changes
             try:
-                with state.transaction():
-                    value = await self._invoke(tool, ctx, values)
-                    text = _text(value)
-                    if tool.kind == "read" and state.changes != before:
-                        raise ToolError(f"read tool {name!r} tried to change the state")
+                if isolated and (tool.is_async or tool.blocking):
+                    value, text = await self._invoke_isolated(tool, ctx, values)
+                else:
+                    with state.transaction():
+                        value = await self._invoke(tool, ctx, values)
+                        text = _text(value)
+                        if tool.kind == "read" and state.changes != before:
+                            raise ToolError(f"read tool {name!r} tried to change the state")
             except ToolError as exc:
                 problem = _Problem("tool_error", str(exc) or type(exc).__name__)
             except StateError as exc:
@@ -310,6 +372,26 @@ class Gateway(ControlPlane):
         ctx.spent += worker.spent
         return value
 
+    async def _invoke_isolated(
+        self, tool: Tool, ctx: ToolContext, values: dict[str, Any]
+    ) -> tuple[Any, str]:
+        """Run a tool that awaits on its own fork, while other calls run; then apply its
+        writes to the instance in one step, unless another call wrote the same records
+        since the fork was taken (then nothing is applied and the call fails)."""
+        fork = ctx.state.fork()
+        assert isinstance(fork, State)
+        base = fork.snapshot()
+        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
+        with fork.transaction():
+            value = await self._invoke(tool, worker, values)
+            text = _text(value)
+        if fork.changes != base.changes:
+            if tool.kind == "read":
+                raise ToolError(f"read tool {tool.name!r} tried to change the state")
+            _apply_fork(ctx.state, base, fork, tool.name)
+        ctx.spent += worker.spent
+        return value, text
+
     def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:
         """Run a read-only check step (trigger checks, verify); no writes, no record."""
         tool = self._tool(inst, step.tool)
@@ -364,6 +446,36 @@ def _merge(state: State, fork: State) -> None:
             state.put(coll, record)
         for record_change in change.changed.values():
             state.put(coll, record_change.after)
+
+
+def _apply_fork(state: State, base: Snapshot, fork: State, tool: str) -> None:
+    """Apply what a call wrote on its fork (since `base`) to the live state, all or none:
+    a record another call changed meanwhile is a conflict, and nothing is applied."""
+    changes = diff(base, fork).collections
+    for coll, change in changes.items():
+        for key, record in change.removed.items():
+            _unchanged(state, coll, key, record, tool)
+        for key in change.added:
+            _unchanged(state, coll, key, None, tool)
+        for key, record_change in change.changed.items():
+            _unchanged(state, coll, key, record_change.before, tool)
+    with state.transaction():
+        for coll, change in changes.items():
+            for key in change.removed:
+                state.delete(coll, key)
+            for record in change.added.values():
+                state.put(coll, record)
+            for record_change in change.changed.values():
+                state.put(coll, record_change.after)
+
+
+def _unchanged(state: State, coll: str, key: str, before: Any, tool: str) -> None:
+    now = state.get(coll, key) if coll in state.collections else None
+    if now != before:
+        raise ToolError(
+            f"{tool!r} wrote {coll}[{key}], which another call changed while it ran; "
+            "nothing was applied (call it again)"
+        )
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -6,9 +6,11 @@ REST app, sharing its lifespan) and stdio. Like every transport it only translat
 
 Who is calling: over HTTP the same Authenticator as REST decides (the `AgentEnv-Role`
 header in trusted local mode, a bearer token otherwise), and a caller without valid
-credentials gets 401 before any MCP is spoken. In trusted mode the role may also come
-from `_meta["agentenv.io/role"]` (how the protocol forwards a role to a child); over stdio
-that is the only way besides the server's own default role. `_meta["agentenv.io/session"]`
+credentials gets 401 before any MCP is spoken. In trusted mode a `_meta["agentenv.io/role"]`
+entry (how a gateway forwards its caller's role to a backing server) names the role and
+wins over the header; `default`, blank or a non-string value there means "no role
+forwarded", the environment's default role. Over stdio `_meta` is the only way besides
+the default role. `_meta["agentenv.io/session"]`
 names the session in the trajectory.
 """
 
@@ -64,19 +66,24 @@ class McpAdapter:
         )
 
     def _caller(self, ctx: ServerRequestContext) -> tuple[Principal, str, str | None]:
-        # Only string values count: `_meta` is the client's to fill, the trajectory is typed.
-        meta = {k: v for k, v in (ctx.meta or {}).items() if isinstance(v, str) and v}
+        raw = ctx.meta or {}
+        # A `_meta` role entry of any value marks a call a gateway proxied: its role (none,
+        # blank or `default` is "not forwarded": the default role) wins over the headers,
+        # which describe the gateway's connection. Only strings count as names.
+        forwarded = META_ROLE in raw
+        meta = {k: v for k, v in raw.items() if isinstance(v, str) and v}
         request: Request | None = ctx.request
         if request is None:  # stdio: a local process the user started
-            role = meta.get(META_ROLE) or self.gateway.env.default_role
-            return Principal(role=str(role), admin=True), DEFAULT_INSTANCE, meta.get(META_SESSION)
+            role = self.auth.resolve_role(raw.get(META_ROLE))
+            return Principal(role=role, admin=True), DEFAULT_INSTANCE, meta.get(META_SESSION)
         headers = request.headers
         try:
             principal = self.auth.principal(headers.get(ROLE_HEADER), headers.get("authorization"))
         except AuthError as exc:  # checked at the HTTP level already; kept for safety
             raise MCPError(code=-32001, message=str(exc)) from None
-        if self.auth.trusted and not headers.get(ROLE_HEADER) and meta.get(META_ROLE):
-            principal = Principal(role=str(meta[META_ROLE]), admin=principal.admin)
+        if self.auth.trusted and forwarded:
+            role = self.auth.resolve_role(raw.get(META_ROLE))
+            principal = Principal(role=role, admin=principal.admin)
         instance = request.path_params.get("instance_id", DEFAULT_INSTANCE)
         session = (
             meta.get(META_SESSION) or headers.get(SESSION_HEADER) or headers.get("mcp-session-id")
@@ -93,7 +100,12 @@ class McpAdapter:
             raise MCPError(code=UNKNOWN_INSTANCE, message=str(exc)) from None
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+                types.Tool(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    _meta=t.meta,
+                )
                 for t in infos
             ]
         )

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentenv.spec.triggers import TriggerRegistration
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+GatewayMode = Literal["consistent", "performance"]
+"""How a gateway runs calls on one instance: one at a time, or overlapping."""
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object")
 
 
@@ -105,6 +107,11 @@ class ToolSpec(_Doc):
     duration: timedelta | None = None
     timeout: float | None = Field(default=None, gt=0)
     params: dict[str, ParamSpec] | None = None
+    hidden_by_default: bool | None = Field(
+        default=None,
+        description="Hidden from every role until an access rule names it (listed with "
+        "`_meta agentenv.io/hiddenByDefault`).",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> ToolSpec:
@@ -179,7 +186,19 @@ class EnvironmentSpec(_Doc):
     description: str = ""
     roles: list[RoleSpec] = Field(default_factory=lambda: [RoleSpec(name="default")])
     default_role: str | None = Field(
-        default=None, description="The role of a caller that names none; the first role if unset."
+        default=None,
+        description="The role of a caller that names none (or the protocol's `default`); "
+        "the first role if unset.",
+    )
+    strict_roles: bool = Field(
+        default=False,
+        description="Serve only the declared roles: other role names are refused, in calls, "
+        "in access rules and at /tools/disable|enable. Off: any role name works.",
+    )
+    gateway_mode: GatewayMode = Field(
+        default="consistent",
+        description="'consistent': calls on one instance run one at a time; 'performance': "
+        "they may overlap (see docs/gateway.md).",
     )
     state: dict[str, CollectionSpec] = Field(default_factory=dict)
     seed: dict[str, list[dict[str, Any]] | str] = Field(
@@ -233,9 +252,11 @@ class EnvironmentSpec(_Doc):
                 problems.append((("compose", i), f"a second child named {child.as_!r}"))
             seen_alias.add(child.as_ or "")
         for i, rule in enumerate(self.access):
-            if self.compose:  # children bring roles of their own; checked once they are loaded
+            if self.compose or not self.strict_roles:
+                # Rules take any role name unless roles are strict; children bring roles of
+                # their own, so a composed document is checked once they are loaded.
                 break
-            if rule.role != "*" and rule.role not in roles:
+            if rule.role not in ("*", "default") and rule.role not in roles:
                 problems.append((("access", i, "role"), _unknown_role(rule.role, roles)))
         if self.clock.start is None and not self.compose:
             for i, trigger in enumerate(self.triggers.triggers):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 
 class _Wire(BaseModel):
@@ -67,6 +67,20 @@ class ToolInfo(_Wire):
     name: str
     description: str
     input_schema: dict[str, Any] = Field(alias="inputSchema")
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        alias="_meta",
+        description="MCP `_meta` of the tool, e.g. `agentenv.io/hiddenByDefault`; left out if none.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_meta(self, handler: Any) -> dict[str, Any]:
+        # An absent `_meta` stays absent on the wire rather than `null`.
+        out = handler(self)
+        if self.meta is None:
+            out.pop("_meta", None)
+            out.pop("meta", None)
+        return out
 
 
 class ToolList(_Wire):
