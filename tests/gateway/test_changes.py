@@ -3,11 +3,12 @@ write windows, as `GET /changes` answers them."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from agentenv import SYSTEM, Gateway, Principal
+from agentenv import SYSTEM, Environment, Gateway, Principal
 from agentenv.gateway.changes import (
     CHANGES_PAGE_DEFAULT,
     CHANGES_PAGE_MAX,
@@ -183,3 +184,20 @@ def test_the_query_is_checked_as_upstream_checks_it() -> None:
     for after_id, limit in (("-1", None), (None, "0"), (None, str(CHANGES_PAGE_MAX + 1))):
         with pytest.raises(ChangesQueryError, match="limit between 1 and 10000"):
             parse_query(after_id, limit)
+
+
+async def test_in_the_performance_mode_overlapping_calls_each_claim_their_rows(
+    bank_env: Environment, agent: Principal
+) -> None:
+    gw = Gateway(bank_env, mode="performance")
+    seeded = gw.instance().state.changes
+    await asyncio.gather(
+        gw.call(agent, "async_deposit", {"account_id": "a1", "amount": 1}),
+        gw.call(agent, "async_deposit", {"account_id": "a2", "amount": 1}),
+    )
+    changes = _page(gw)["changes"]
+    assert [c["id"] for c in changes] == [seeded + 1, seeded + 2]
+    by_record = {c["row_id"]: [a["seq"] for a in c["actors"]] for c in changes}
+    calls = {r.args["account_id"]: r.seq for r in gw.instance().trajectory.calls()}
+    for account, seq in calls.items():
+        assert seq in by_record[account]  # its own call is always among a row's actors
