@@ -314,6 +314,7 @@ async def test_a_childs_card_is_served_under_its_prefix(composed: httpx.AsyncCli
     nested = (await get_card(composed))["children_environments"][1]
     assert await get_card(composed, "/svc/inv") == nested
     assert await get_card(composed, "/svc/mcp-inv") == nested  # upstream's key for MCP services
+    assert await get_card(composed, "/svc/mcp-stock") == nested  # the child's name, if unique
     r = await composed.get("/svc/nobody" + CARD_PATH)
     assert r.status_code == 404
     assert r.json()["error"]["code"] == "not_found"

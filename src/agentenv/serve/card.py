@@ -177,20 +177,23 @@ def child_key(namespace: str) -> str:
 
 def find_child_namespace(env: Environment, key: str) -> str | None:
     """The namespace of the composed child that `/svc/<key>` names, to any depth; None if
-    none. `mcp-<key>` names the same child (upstream's gateway keys MCP services so)."""
-    wanted = key.removeprefix("mcp-") if key.startswith("mcp-") else key
+    none. `mcp-<key>` names the same child (upstream's gateway keys MCP services so), and
+    so does the child's name (plain or `mcp-`) when exactly one child has it."""
+    wanted = {key, key.removeprefix("mcp-")}
+    children: list[tuple[str, Environment]] = []
 
-    def walk(node: Environment, namespace: str) -> str | None:
+    def walk(node: Environment, namespace: str) -> None:
         for alias, child in node.children:
             inner = f"{namespace}{alias}{SEPARATOR}"
-            if child_key(inner) in (key, wanted):
-                return inner
-            found = walk(child, inner)
-            if found is not None:
-                return found
-        return None
+            children.append((inner, child))
+            walk(child, inner)
 
-    return walk(env, "")
+    walk(env, "")
+    for namespace, _ in children:
+        if child_key(namespace) in wanted:
+            return namespace
+    named = [namespace for namespace, child in children if child.name in wanted]
+    return named[0] if len(named) == 1 else None
 
 
 def _child_node(env: Environment, namespace: str) -> Environment:
