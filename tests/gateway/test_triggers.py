@@ -1007,6 +1007,8 @@ async def test_unless_cancels_a_deadline_answered_in_time(gw: Gateway) -> None:
     t = info(gw, "deadline")
     assert (t.status, t.next_mark) == ("cancelled", None)
     assert events(gw, "deadline") == ["added", "cancelled"]
+    (cancelled,) = [e for e in gw.triggers_state().to_wire()["events"] if e["kind"] == "cancelled"]
+    assert cancelled["provoking"] == {"tool": "create_ticket", "role": "agent"}
     await gw.advance_clock(SYSTEM, timedelta(hours=2))
     assert "late-deadline" not in notes(gw)
 

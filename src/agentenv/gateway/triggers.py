@@ -4,18 +4,11 @@ The engine decides *when* triggers fire and keeps their status and firing log; t
 Firer (gateway.firing) carries out the actions, through the same pipeline as every tool
 call. Keeping the two apart lets the engine be tested with no tools at all.
 
-Timing rules (written down in docs/gateway.md):
-* action and state triggers fire right after the provoking call, before its answer goes
-  back, unless they carry a `delay` (ours), in which case they are queued until the
-  virtual clock reaches call time + delay;
-* an action with its own `delay`, or an nl action whose executor is outside its working
-  hours, is put off: the firing goes on from that action once the clock gets there;
-* time triggers fire once the virtual clock has reached their due time; every missed
-  occurrence of an `every` trigger fires, in order, up to `count` and `until`; one
-  anchored `after` another trigger is due `offset` after that one fires;
-* a one-shot time trigger with `unless` is cancelled by a matching call before it is due;
-* calls made by trigger actions do not provoke triggers, and neither do the executors'
-  calls unless a `when.roles` names their role (no cascades, no loops).
+Timing rules (docs/gateway.md has them in full): immediate firings run right after the
+provoking call, before its answer; delayed ones (a `when.delay`, an action's `delay`, an
+executor's hours) and time triggers run once the virtual clock gets there, missed `every`
+occurrences included; a deadline's `unless` call cancels it; calls by trigger actions, and
+by executors unless a `when.roles` names them, provoke nothing (no cascades, no loops).
 """
 
 from __future__ import annotations
@@ -295,16 +288,19 @@ class TriggerEngine:
                 if anchor is None or anchor.status not in ("firing", "queued"):
                     continue
             if matches(when.unless.where, scope):
-                self._cancel(trigger, now, f"{tool} by {role} answered it")
+                provoking = {"tool": tool, "role": role}
+                self._cancel(trigger, now, f"{tool} by {role} answered it", provoking=provoking)
 
-    def _cancel(self, trigger: ArmedTrigger, now: datetime | None, why: str) -> None:
+    def _cancel(self, trigger: ArmedTrigger, now: datetime | None, why: str, **cause: Any) -> None:
         trigger.status = "cancelled"
         trigger.next_due = None
-        self.log(trigger.id, "cancelled", now, why)
+        self.log(trigger.id, "cancelled", now, why, **cause)
         for other in self._triggers.values():
             when = other.spec.when
             if isinstance(when, TimeWhen) and when.anchor == trigger.id and other.status == "armed":
-                self._cancel(other, now, f"its anchor {trigger.id!r} was cancelled")
+                self._cancel(
+                    other, now, f"its anchor {trigger.id!r} was cancelled", anchor=trigger.id
+                )
 
     def _detected(
         self,
