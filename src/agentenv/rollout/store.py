@@ -84,7 +84,7 @@ class EpisodeRecord(BaseModel):
     """Everything kept about one episode; one line of episodes.jsonl.
 
     `trajectory` holds every deployed environment's trajectory records (as `GET
-    /trajectory` gives them) with the `env_id` added; `prompts` says which slice of it
+    /trajectory?format=records` gives them) with the `env_id` added; `prompts` says which slice of it
     belongs to which prompt (`start_seq`/`end_seq` per env, and the record's `session`
     is the prompt id); `tools` lists, per agent, the tools it was offered (name,
     description, input schema). `usage` sums the token counters of the episode

@@ -5,7 +5,7 @@ the prompts and answers) into `ctx.artifacts[<step id>]`, and, when the run has 
 folder, writes it there as files:
 
     <run_dir>/artifacts/<name>/<env_id>.state.json        {collection: [records]}
-    <run_dir>/artifacts/<name>/<env_id>.trajectory.jsonl  the records, as GET /trajectory
+    <run_dir>/artifacts/<name>/<env_id>.trajectory.jsonl  the records (GET /trajectory?format=records)
     <run_dir>/artifacts/<name>/prompts.json               [{prompt_id, prompt, response, ...}]
 """
 
