@@ -14,6 +14,7 @@ Run it directly to prepare everything ahead of the tests (CI does):
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -29,7 +30,8 @@ FRAMEWORK_VERSION = "0.9.1364"
 """Upstream's framework release whose gateway the suite puts in front of our server."""
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-VENV_DIR = REPO_ROOT / ".venv-upstream"
+VENV_DIR = Path(os.environ.get("AGENTENV_UPSTREAM_VENV") or REPO_ROOT / ".venv-upstream")
+"""Where the upstream virtualenv goes; AGENTENV_UPSTREAM_VENV moves it (e.g. to a CI cache)."""
 SDIST_DIR = VENV_DIR / "sdist"
 SOURCE_DIR = VENV_DIR / "src"
 READY_MARKER = VENV_DIR / ".conformance-ready.json"
@@ -129,7 +131,9 @@ def ensure_upstream() -> Upstream:
     if not python.is_file():
         venv.EnvBuilder(with_pip=True, clear=False).create(VENV_DIR)
     # Upstream pins mcp<2 and a2a-sdk<0.4; the gateway's own list asks mcp>=1.25,<2. One resolve for all.
-    _pip(python, "install", *requirements, what="pip install of upstream's packages")
+    _pip(
+        python, "install", "--no-compile", *requirements, what="pip install of upstream's packages"
+    )
     READY_MARKER.write_text(json.dumps(wanted))
     return Upstream(python=python, gateway_parent=gateway_parent)
 
