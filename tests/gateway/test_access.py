@@ -475,3 +475,19 @@ def test_hidden_by_default_from_a_decorator_and_from_the_document(tmp_path: Path
     assert env.tools["secret"].hidden_by_default
     assert not env.tools["visible"].hidden_by_default
     assert names(Gateway(env), Principal("default")) == ["visible"]
+
+
+# -- behind another gateway -------------------------------------------------------------------
+
+
+async def test_behind_a_gateway_every_tool_is_listed_and_our_rules_still_refuse_calls() -> None:
+    env = hidden_env([{"role": "auditor", "tools": ["update_ticket"]}])
+    gw = Gateway(env, behind_gateway=True)
+    every = [*ALL, "reopen_ticket"]
+    for who in (AGENT, AUDITOR, Principal("default"), Principal("contractor")):
+        assert names(gw, who) == every
+    wire = {t.name: t.model_dump(by_alias=True) for t in gw.list_tools(AGENT)}
+    assert wire["reopen_ticket"]["_meta"] == {"agentenv.io/hiddenByDefault": True}
+    assert await can_call(gw, AGENT, "reopen_ticket")  # the gateway in front hides it
+    assert not await can_call(gw, AGENT, "delete_ticket")  # declared for supervisors
+    assert not await can_call(gw, AUDITOR, "update_ticket")  # the document's rule

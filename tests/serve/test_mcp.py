@@ -522,6 +522,24 @@ async def test_a_hidden_tool_is_listed_with_its_meta_once_a_rule_names_it(
     assert shown == {"get_note": None, "purge_note": {"agentenv.io/hiddenByDefault": True}}
 
 
+async def test_behind_a_gateway_a_role_less_tools_list_shows_every_tool(
+    notes_env: Environment, tmp_path: Path
+) -> None:
+    # How upstream's gateway discovers a backing server's tools: one tools/list, no role.
+    (tmp_path / "env.yaml").write_text(HIDDEN_ENV, encoding="utf-8")
+    for env, expected in (
+        (notes_env, SUPERVISOR_TOOLS),
+        (Environment.load(tmp_path), {"get_note", "purge_note"}),
+    ):
+        with serving(Gateway(env, behind_gateway=True)) as url:
+            async with mcp_client(url + "/mcp") as client:
+                listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == expected
+    assert {t.name: t.meta for t in listed.tools}["purge_note"] == {
+        "agentenv.io/hiddenByDefault": True
+    }
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_session_in_meta_is_recorded(served: Served, mode: str) -> None:
     async with rest(served.url) as http, mcp_client(served.url + "/mcp", mode=mode) as client:

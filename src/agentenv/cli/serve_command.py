@@ -56,12 +56,21 @@ def serve(
             "role name. Default: the document's strict_roles, else any role.",
         ),
     ] = None,
+    behind_gateway: Annotated[
+        bool,
+        typer.Option(
+            "--behind-gateway",
+            help="Serve as a backing server of another gateway (e.g. upstream's), which "
+            "decides who sees which tool: list every tool to every caller (hidden ones "
+            "marked in _meta); calls are still refused where this environment's rules say so.",
+        ),
+    ] = False,
 ) -> None:
     """Serve an environment: card, /step and MCP (/mcp) on one port, or MCP over stdio."""
     env = load_env(path)
     if mode is not None and mode not in ("consistent", "performance"):
         fail(f"--mode: expected 'consistent' or 'performance', got {mode!r}")
-    options = {"mode": mode, "strict_roles": strict_roles}
+    options = {"mode": mode, "strict_roles": strict_roles, "behind_gateway": behind_gateway}
     if stdio:
         _serve_stdio(env, options)
         return

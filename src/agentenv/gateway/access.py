@@ -35,10 +35,17 @@ class AccessControl:
     """The tool-access rules of one instance."""
 
     def __init__(
-        self, rules: Iterable[AccessRuleSpec] = (), *, default_role: str = DEFAULT_ROLE
+        self,
+        rules: Iterable[AccessRuleSpec] = (),
+        *,
+        default_role: str = DEFAULT_ROLE,
+        hide: bool = True,
     ) -> None:
-        """`default_role` is the environment's: rules for `default` also apply to it."""
+        """`default_role` is the environment's: rules for `default` also apply to it.
+        `hide=False` treats hidden-by-default tools as any other (a gateway in front of
+        this one hides them)."""
         self._rules: dict[str, dict[str, bool]] = {}
+        self._hide = hide
         self._patterns = False  # any `prefix*` rule; lets the common case skip the scan
         self._default_role = default_role
         self._default_chain: tuple[str, ...] = (
@@ -72,7 +79,7 @@ class AccessControl:
         """Whether a caller in `role` may see and call `tool`."""
         if role == SYSTEM.role:
             return True
-        hidden = tool.hidden_by_default
+        hidden = tool.hidden_by_default and self._hide
         chain = self._default_chain if role == self._default_role else (role, WILDCARD)
         for who in chain:
             table = self._rules.get(who)

@@ -70,6 +70,8 @@ class ControlPlane:
 
         def _tool(self, inst: Instance, name: str) -> Tool | None: ...
 
+        def _role_known(self, role: str) -> bool: ...
+
     @staticmethod
     def _control(principal: Principal) -> None:
         if not principal.admin:

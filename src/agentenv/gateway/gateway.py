@@ -71,11 +71,16 @@ class Gateway(ControlPlane):
         nl_sender: NlSender | None = None,
         mode: GatewayMode | None = None,
         strict_roles: bool | None = None,
+        behind_gateway: bool = False,
     ) -> None:
         """`nl_sender` carries out the `nl` actions of triggers (default: they fail,
         saying so); the layers above install the A2A one (`agents.a2a.nl`). `mode` and
         `strict_roles` override the environment document's `gateway_mode` and
-        `strict_roles`."""
+        `strict_roles`. `behind_gateway` is for serving as a backing server of another
+        gateway, which decides who sees which tool: every tool is listed to every caller
+        (hidden ones with their `_meta`), hidden tools are not hidden here, and calls are
+        still refused where this environment's own rules and tool roles refuse them."""
+        self.behind_gateway = behind_gateway
         self.env = env
         self.nl_sender: NlSender = nl_sender or no_nl_sender
         if mode not in (None, "consistent", "performance"):
@@ -116,7 +121,9 @@ class Gateway(ControlPlane):
         instance_id = instance_id or uuid.uuid4().hex[:12]
         if instance_id in self._instances:
             raise GatewayError(f"instance {instance_id!r} already exists")
-        inst = Instance.create(instance_id, self.env, state, mode=self.mode)
+        inst = Instance.create(
+            instance_id, self.env, state, mode=self.mode, hide=not self.behind_gateway
+        )
         if self.env.triggers.triggers:
             self._firer.register(inst, self.env.triggers)
         self._instances[instance_id] = inst
@@ -154,6 +161,8 @@ class Gateway(ControlPlane):
         tools = list(self.env.tools.values())
         if inst.clock.armed and GET_TIME.name not in self.env.tools:
             tools.append(GET_TIME)
+        if self.behind_gateway:
+            return tools  # the gateway in front filters what it lists
         if not self._role_known(principal.role):
             return []
         return [t for t in tools if inst.access.allowed(principal.role, t)]

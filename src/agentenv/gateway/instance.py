@@ -149,6 +149,7 @@ class Instance:
         snapshot: Snapshot | None = None,
         *,
         mode: GatewayMode = "consistent",
+        hide: bool = True,
     ) -> Instance:
         """A fresh instance forked from the environment's seeded snapshot (triggers are
         registered by the gateway, which checks them against the tools)."""
@@ -158,7 +159,7 @@ class Instance:
             id=instance_id,
             state=state,
             clock=VirtualClock.from_spec(env.clock),
-            access=AccessControl(env.access, default_role=env.default_role),
+            access=AccessControl(env.access, default_role=env.default_role, hide=hide),
             triggers=TriggerEngine(),
             lock=SharedLock() if mode == "performance" else asyncio.Lock(),
         )
