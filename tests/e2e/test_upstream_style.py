@@ -159,3 +159,48 @@ def test_upstream_example_tasks_of_unbuilt_step_types_name_them() -> None:
         [report] = [r for r in validate_bundle(path.parent.parent) if r.path == path]
         unsupported = [p for p in report.problems if p.path.endswith(".type")]
         assert unsupported and all("not supported" in p.message for p in unsupported)
+
+
+UPSTREAM_PYTHON = Path(__file__).parents[2] / ".venv-upstream" / "bin" / "python"
+
+
+@pytest.mark.skipif(
+    not (UPSTREAM_EXAMPLES / "echo-mcp").is_dir(), reason="upstream's sdist is not unpacked here"
+)
+@pytest.mark.parametrize("python", ["ours", "upstream"])
+def test_upstreams_echo_task_and_verifier_run_unchanged_against_our_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python: str
+) -> None:
+    """Upstream's own task file and verify.py (written for the MCP SDK 1.x), with its
+    Docker-built echo server swapped for an env document of ours; run by our Python (MCP
+    SDK 2.x) and by upstream's protocol virtualenv (1.x) when it is there."""
+    if python == "upstream" and not UPSTREAM_PYTHON.is_file():
+        pytest.skip("upstream's protocol virtualenv (.venv-upstream) is not here")
+    source = UPSTREAM_EXAMPLES / "echo-mcp"
+    bundle = tmp_path / "echo-mcp"
+    (bundle / "tasks").mkdir(parents=True)
+    (bundle / "tasks" / "smoke.json").write_text((source / "tasks" / "smoke.json").read_text())
+    (bundle / "artifacts" / "check_echo").mkdir(parents=True)
+    script = (source / "artifacts" / "check_echo" / "verify.py").read_text()
+    (bundle / "artifacts" / "check_echo" / "verify.py").write_text(script)
+    env = bundle / "envs" / "echo"
+    env.mkdir(parents=True)
+    (env / "env.yaml").write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\nname: echo\nstate: {}\n"
+        "tools:\n  - module: tools.py\n"
+    )
+    (env / "tools.py").write_text(
+        "from agentenv import ToolContext, tool\n\n\n@tool\n"
+        "def echo(ctx: ToolContext, text: str) -> str:\n"
+        '    """Return the text it is sent."""\n    return text\n'
+    )
+    if python == "upstream":
+        monkeypatch.setenv("AGENTENV_VERIFY_PYTHON", str(UPSTREAM_PYTHON))
+    else:
+        monkeypatch.delenv("AGENTENV_VERIFY_PYTHON", raising=False)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(bundle), "--agent", "oracle", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 tasks, 1 passed, mean score 1.00" in result.output
+    scores = json.loads((out / "echo-mcp__smoke" / "scores.json").read_text())
+    assert scores["scores"]["echoes"]["details"]["results"][0]["id"] == "echoes"

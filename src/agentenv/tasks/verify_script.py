@@ -5,7 +5,8 @@ the environment's MCP URL, calls tools there like any MCP client, and returns re
 rows `[{id, result, description}]` (optionally `score` and `weight`).
 
 The script runs in a child Python process (`$AGENTENV_VERIFY_PYTHON`, default this
-one), never in ours: a script that blocks, crashes or loops cannot take the run with it,
+one; under MCP SDK 2.x the child lends the SDK the 1.x spellings the protocol's scripts
+use), never in ours: a script that blocks, crashes or loops cannot take the run with it,
 and the step's timeout ends it. For the time it runs, the env's gateway is served on a
 free 127.0.0.1 port; a caller with no credentials there acts as the env's default role
 (not the control plane), as the protocol's role-less call does. Its calls go through
@@ -38,9 +39,30 @@ _MARK = "@@agentenv-verify-results@@"
 MAX_OUTPUT = 1_000_000
 
 # Runs in the child: load the script, call verify(url), print the rows after a marker.
+# The protocol's scripts are written for the MCP SDK 1.x; under 2.x the child first gives
+# the SDK back the two 1.x spellings they use (a 3-tuple from streamable_http_client, and
+# camelCase result fields), in that child process only.
 _CHILD = f"""
-import asyncio, importlib.util, inspect, json, sys
+import asyncio, contextlib, importlib.metadata, importlib.util, inspect, json, sys
 path, url = sys.argv[1], sys.argv[2]
+try:
+    major = int(importlib.metadata.version("mcp").split(".")[0])
+except Exception:
+    major = 0
+if major >= 2:
+    import mcp.client.streamable_http as http_module
+    import mcp.types as mcp_types
+    plain = http_module.streamable_http_client
+
+    @contextlib.asynccontextmanager
+    async def three_tuple(*args, **kwargs):
+        async with plain(*args, **kwargs) as streams:
+            yield (*streams, lambda: None) if len(streams) == 2 else streams
+
+    http_module.streamable_http_client = three_tuple
+    for old, new in (("isError", "is_error"), ("structuredContent", "structured_content")):
+        if not hasattr(mcp_types.CallToolResult, old):
+            setattr(mcp_types.CallToolResult, old, property(lambda self, n=new: getattr(self, n)))
 spec = importlib.util.spec_from_file_location("agentenv_verify_script", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
