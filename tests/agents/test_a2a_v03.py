@@ -6,6 +6,7 @@ to `<agent>/a2a`, `tasks/get` until the task ends, the answer in `status.message
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.util
 import json
@@ -367,6 +368,25 @@ async def test_a_bound_remote_agent_registers_its_environment_and_acts_in_it(
     assert served.gateway.instance().state.get("notes", "n2")["text"] == "from upstream"
     [call] = served.calls()
     assert (call.tool, call.role) == ("add_note", "writer")
+
+
+async def test_a_slow_upstream_agent_times_out_and_its_task_is_canceled(
+    upstream: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "canceled"
+    async with echo_agent(upstream) as url:
+        agent = RemoteA2AAgent(url, timeout=2)
+        turn = AgentTurn(
+            prompt_id="p", prompt=f"sleep 60 {marker}", tools=NoTools(), agent_name="a", role="r"
+        )
+        with pytest.raises(AgentError, match=r"did not finish within 2 s"):
+            await agent.run_turn(turn)
+        # it cannot stream, so it was polled: the task id was known, and the task canceled
+        for _ in range(200):
+            if marker.exists():
+                break
+            await asyncio.sleep(0.05)
+    assert marker.read_text() == "canceled"
 
 
 async def test_an_upstream_agent_that_refuses_the_registration_fails_the_turn(

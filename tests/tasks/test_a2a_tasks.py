@@ -640,3 +640,45 @@ async def test_a_task_deploys_an_upstream_agent_which_acts_through_the_served_ga
     [call] = calls(ctx)
     assert (call.tool, call.role, call.principal) == ("deposit", "customer", "a")
     await assert_stopped(ctx)
+
+
+async def test_an_nl_action_goes_to_an_upstream_executor_registered_through_mcp_config(
+    base: Path,
+) -> None:
+    helper = _upstream_helper()
+    python = helper.upstream_python()
+    async with helper.echo_agent(python) as url:
+        doc = {
+            "steps": [
+                DEPLOY_ENV,
+                {
+                    "id": "triggers",
+                    "type": "register_env_triggers",
+                    "watch_roles": ["customer"],
+                    "executor": {"a2a_url": url, "role": "teller", "timeout_seconds": 30},
+                    "triggers": [
+                        {
+                            "id": "close-after-deposit",
+                            "when": {"type": "action", "tool": "deposit"},
+                            "actions": [
+                                {
+                                    "type": "nl",
+                                    "text": 'call close_account {"account_id": "${args.account_id}"}',
+                                }
+                            ],
+                        }
+                    ],
+                },
+                {"id": "agent", "type": "deploy_agent", "agent_name": "a"},
+                ASK,
+            ],
+            "solution": SOLUTION,
+        }
+        result, ctx = await run(doc, base, agent_factory=lambda req: make_agent("oracle"))
+    assert result.status == "passed", result.error
+    assert [(r.tool, r.role, r.principal) for r in calls(ctx)] == [
+        ("deposit", "customer", "a"),
+        ("close_account", "teller", "executor"),  # the upstream agent, as the executor's role
+    ]
+    assert ctx.env("bank").state.get("accounts", "a1")["open"] is False
+    await assert_stopped(ctx)

@@ -7,13 +7,16 @@ It declares agent-config (system_prompt, model), mcp-config, peer-agents and tra
 as upstream's agents do. Each turn it
 lists the tools of every MCP server registered with it (over MCP, with the headers it was
 given) and, when the prompt is `call <tool> <json args>`, calls that tool; it answers with
-what it saw, as one JSON text.
+what it saw, as one JSON text. `sleep SECONDS FILE` sleeps, and writes FILE if its task
+is canceled meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from agentenv_protocol.a2a_agent import (
@@ -63,6 +66,13 @@ class EchoConfig(AgentConfig):
 class Echo(AgentEnvAgent):
     async def run(self, request: TaskRequest) -> TaskResult:
         text = " ".join(p.text for p in request.parts if isinstance(p, TextPart))
+        words = text.split()
+        if len(words) == 3 and words[0] == "sleep":  # sleep SECONDS MARKER_FILE
+            try:
+                await asyncio.sleep(float(words[1]))
+            except asyncio.CancelledError:
+                Path(words[2]).write_text("canceled")
+                raise
         servers = {
             name: await _use(server, text.split())
             for name, server in request.mcp_servers.items()

@@ -34,6 +34,7 @@ from a2a.helpers import get_artifact_text, get_message_text, new_text_part
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetTaskRequest,
     ListTasksRequest,
     Message,
     Role,
@@ -56,6 +57,7 @@ from agentenv.agents.base import AgentError, AgentTurn
 DEFAULT_TIMEOUT = 600.0  # prompt_agent's own default
 CARD_TIMEOUT = 10.0
 CANCEL_TIMEOUT = 3.0
+POLL_FIRST, POLL_MAX = 0.1, 2.0  # seconds between GetTask calls to an agent that cannot stream
 SolutionPolicy = Literal["auto", "always", "never"]
 
 _ENDED = {
@@ -221,6 +223,12 @@ async def exchange(
             metadata=metadata,
         )
     )
+    # An agent that cannot stream (upstream's) is asked to answer at once and then polled,
+    # as upstream's task runner does: the task id is known from the start, so a turn cut
+    # short can cancel it, and no HTTP request stays open for the whole turn.
+    polled = not card.capabilities.streaming
+    if polled:
+        request.configuration.return_immediately = True
     context = ClientCallContext(
         timeout=timeout,
         service_parameters=ServiceParametersFactory.create([with_a2a_extensions(list(extensions))]),
@@ -236,6 +244,8 @@ async def exchange(
                 task = _fold(task, event)
                 if task is not None and task.status.state in _ENDED:
                     break
+            if reply is None and task is not None and polled:
+                task = await _poll(client, task, context)
     except (TimeoutError, A2AClientTimeoutError):
         await _cancel(client, task, context_id)
         raise AgentError(too_slow) from None
@@ -266,6 +276,16 @@ async def exchange(
         return reply
     if task is None:
         raise AgentError(f"the A2A agent at {url} ended its reply without a task or a message")
+    return task
+
+
+async def _poll(client: Any, task: Task, context: ClientCallContext) -> Task:
+    """GetTask until the task ends (the caller bounds the time)."""
+    delay = POLL_FIRST
+    while task.status.state not in _ENDED:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, POLL_MAX)
+        task = await client.get_task(GetTaskRequest(id=task.id), context=context)
     return task
 
 
@@ -305,8 +325,16 @@ async def send_instruction(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     card = await fetch_card(url, timeout=min(timeout, CARD_TIMEOUT))
+    meta = dict(metadata or {})
+    if meta.get(MCP_CONFIG_URI) is not None:
+        # An upstream-era executor learns where to act only through mcp-config `add`.
+        try:
+            configs = McpConfig.parse(meta[MCP_CONFIG_URI])
+        except ValueError as exc:
+            raise AgentError(f"metadata {MCP_CONFIG_URI!r}: {exc}") from None
+        await configure(url, card, configs, {})
     left = max(deadline - loop.time(), 0.1)
-    result = await exchange(url, card, text, dict(metadata or {}), timeout=left, limit=timeout)
+    result = await exchange(url, card, text, meta, timeout=left, limit=timeout)
     return answer_text(url, result)
 
 
