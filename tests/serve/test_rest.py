@@ -810,8 +810,9 @@ async def test_enable_star_does_not_grant_tools_declared_for_other_roles(
         ({"role": "agent", "tools": ["add_note", "no_such_tool"]}, "no_such_tool"),
         ({"role": "agent", "tools": "all"}, "tools"),
         ({"tools": ["add_note"]}, "role"),
+        ({"role": "", "tools": ["add_note"]}, "role"),  # upstream: a role is a non-empty string
     ],
-    ids=["unknown-tool", "bad-tools", "no-role"],
+    ids=["unknown-tool", "bad-tools", "no-role", "empty-role"],
 )
 async def test_a_bad_access_change_is_400_and_changes_nothing(
     client: httpx.AsyncClient, body: dict[str, Any], names: str

@@ -186,7 +186,7 @@ class AdvanceClockBody(_Wire):
 class ToolAccessBody(_Wire):
     """Body of `POST /tools/disable` and `POST /tools/enable`."""
 
-    role: str
+    role: str = Field(min_length=1)
     tools: list[str] | Literal["*"]
 
 
