@@ -15,7 +15,13 @@ import pytest
 from typer.testing import CliRunner
 
 from agentenv.agents import AgentTurn
-from agentenv.agents.a2a import MCP_CONFIG_URI, PEER_AGENTS_URI, SOLUTION_URI, TRAJECTORY_URI
+from agentenv.agents.a2a import (
+    AGENT_CONFIG_URI,
+    MCP_CONFIG_URI,
+    PEER_AGENTS_URI,
+    SOLUTION_URI,
+    TRAJECTORY_URI,
+)
 from agentenv.agents.a2a.client import RemoteA2AAgent
 from agentenv.agents.a2a.mcp_tools import NoTools
 from agentenv.cli.agent_command import agent_app
@@ -66,7 +72,13 @@ def test_agent_serve_serves_the_card_and_takes_turns(tmp_path: Path) -> None:
         assert card["name"] == "oracle"
         assert card["supportedInterfaces"][0]["url"] == url + "/a2a/jsonrpc"
         uris = [e["uri"] for e in card["capabilities"]["extensions"]]
-        assert uris == [MCP_CONFIG_URI, TRAJECTORY_URI, PEER_AGENTS_URI, SOLUTION_URI]
+        assert uris == [
+            AGENT_CONFIG_URI,
+            MCP_CONFIG_URI,
+            PEER_AGENTS_URI,
+            TRAJECTORY_URI,
+            SOLUTION_URI,
+        ]
 
         turn = AgentTurn(
             prompt_id="p",

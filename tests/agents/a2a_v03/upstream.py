@@ -1,7 +1,8 @@
 """The upstream side of the A2A 0.3 tests: a virtualenv with upstream's protocol package
 (a2a-sdk 0.3) at `<repo>/.venv-upstream`, made when missing, and its processes.
 
-The venv is shared with the conformance suite (same path, same pin). When it cannot be
+The venv is shared with the conformance suite (same path, same pin, and the same
+`AGENTENV_UPSTREAM_VENV` override). When it cannot be
 made (no network for pip), the tests that need it are skipped with the reason.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,7 +24,8 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-VENV = REPO / ".venv-upstream"
+VENV = Path(os.environ.get("AGENTENV_UPSTREAM_VENV") or REPO / ".venv-upstream")
+"""Shared with tests/conformance (same path, same override, same pin)."""
 PIN = "agentenv-framework-protocol[agent]==0.1.379"
 HERE = Path(__file__).resolve().parent
 CLIENT_DRIVER = HERE / "client_driver.py"
