@@ -1285,3 +1285,51 @@ async def test_a_trigger_without_actions_records_its_firings(gw: Gateway) -> Non
     t = info(gw, "decoy")
     assert (t.status, t.fire_count) == ("fired", 1)
     assert events(gw, "decoy") == ["added", "detected", "fired"]
+
+
+async def test_a_state_check_binds_a_value_for_its_next_step(gw: Gateway) -> None:
+    # Step 1 finds the ticket escalated to level 2 among the notes' targets; step 2 reads it.
+    check = {
+        "steps": [
+            {
+                "tool": "list_notes",
+                "extract": {
+                    "path": "notes",
+                    "match": {"kind": {"equals": "esc"}},
+                    "take": "ticket",
+                },
+                "bind": "ticket_id",
+            },
+            {
+                "tool": "get_ticket",
+                "args": {"id": "${ticket_id}"},
+                "extract": "status",
+                "predicate": {"equals": "escalated"},
+            },
+        ]
+    }
+    trigger = {
+        "id": "watch",
+        "when": {"type": "state", "check": check},
+        "actions": [note_action("seen")],
+    }
+    await gw.register_triggers(SYSTEM, reg(trigger))
+    await gw.call(AGENT, "add_note", {"record": {"id": "a", "kind": "esc", "ticket": "t1"}})
+    assert "seen" not in notes(gw)  # t1 is still open
+    await gw.call(AGENT, "update_ticket", {"id": "t1", "status": "escalated"})
+    assert "seen" in notes(gw)
+
+
+async def test_a_verify_in_the_protocols_form_reads_the_provoking_call(gw: Gateway) -> None:
+    verify = {
+        "steps": [
+            {"tool": "get_ticket", "args": {"id": "${args.id}"}, "extract": "id", "bind": "tid"},
+            {"tool": "get_ticket", "args": {"id": "${tid}"}, "predicate": {"exists": True}},
+        ]
+    }
+    await gw.register_triggers(
+        SYSTEM, reg(on_create(actions=[{**note_action(), "verify": verify}]))
+    )
+    await create(gw, "t2")
+    assert info(gw, "escalate").status == "fired"
+    assert events(gw, "escalate")[-3:] == ["verify_ok", "action_ok", "fired"]

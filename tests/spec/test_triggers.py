@@ -117,9 +117,29 @@ def test_state_when_needs_at_least_one_check() -> None:
     )
 
 
-def test_a_check_step_needs_a_predicate() -> None:
-    with pytest.raises(ValidationError, match="predicate"):
-        CheckStep.model_validate({"tool": "get"})
+def test_the_last_check_step_needs_a_predicate() -> None:
+    assert CheckStep.model_validate({"tool": "get", "bind": "x"}).predicate is None
+    with pytest.raises(ValidationError, match="the last check step needs a predicate"):
+        StateWhen.model_validate({"type": "state", "check": [{"tool": "get", "bind": "x"}]})
+
+
+def test_a_check_in_the_protocols_forms() -> None:
+    steps = {
+        "steps": [
+            {
+                "tool": "list",
+                "extract": {"path": "items", "match": {"kind": {"equals": "a"}}, "take": "id"},
+                "bind": "first_a",
+            },
+            {"tool": "get", "args": {"id": "${first_a}"}, "predicate": {"exists": True}},
+        ]
+    }
+    when = StateWhen.model_validate({"type": "state", "check": steps})
+    assert [s.tool for s in when.check] == ["list", "get"]
+    single = {"tool": "get", "extract": "status", "predicate": {"equals": "x"}}
+    assert len(StateWhen.model_validate({"type": "state", "check": single}).check) == 1
+    with pytest.raises(ValidationError, match="pattern"):
+        CheckStep.model_validate({"tool": "get", "bind": "not a name"})
 
 
 @pytest.mark.parametrize(

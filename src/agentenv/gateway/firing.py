@@ -18,7 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentenv.env.tool import SYSTEM, Principal
-from agentenv.gateway.trigger_rules import TemplateError, add, check_value, next_opening, render
+from agentenv.gateway.trigger_rules import (
+    MISSING,
+    TemplateError,
+    add,
+    extract,
+    holds,
+    next_opening,
+    render,
+)
 from agentenv.gateway.trigger_state import RegisterResult
 from agentenv.gateway.triggers import Firing, TriggerError
 from agentenv.spec.triggers import (
@@ -119,8 +127,8 @@ class Firer:
                             f"trigger {trigger.id!r}: actions[{i}].as names unknown role "
                             f"{action.as_!r} (roles: {', '.join(self.gateway.env.roles)})"
                         )
-                if action.verify is not None:
-                    known(action.verify.tool, f"actions[{i}].verify.tool", trigger.id)
+                for j, step in enumerate(action.verify or ()):
+                    known(step.tool, f"actions[{i}].verify[{j}].tool", trigger.id)
         try:
             return inst.triggers.register(registration, inst.clock.now(), inst.clock.start)
         except TriggerError as exc:
@@ -147,7 +155,7 @@ class Firer:
             when = trigger.spec.when
             assert when.type == "state"
             try:
-                holds = all(self._check(inst, step, now) for step in when.check)
+                holds = self._check(inst, when.check, now)
             except Exception as exc:
                 engine.log(trigger.id, "eval_error", now, f"{type(exc).__name__}: {exc}")
                 continue
@@ -161,8 +169,28 @@ class Firer:
         for firing in inst.triggers.due(inst.clock.now(), inst.clock.start):
             await self.fire(inst, firing)
 
-    def _check(self, inst: Instance, step: CheckStep, now: datetime | None) -> bool:
-        return check_value(step.predicate, self.gateway.probe(inst, step, now), step.extract)
+    def _check(
+        self,
+        inst: Instance,
+        steps: list[CheckStep],
+        now: datetime | None,
+        scope: dict[str, Any] | None = None,
+    ) -> bool:
+        """Run a check's steps in order: each reads a tool, extracts a value, then tests it
+        or binds it for the later steps' `${name}`; a bound value that is empty fails it."""
+        bound: dict[str, Any] = {}
+        for step in steps:
+            args = render(step.args, scope or {"args": {}, "result": None}, bound)
+            value = extract(
+                self.gateway.probe(inst, step.model_copy(update={"args": args}), now), step.extract
+            )
+            if step.bind is not None:
+                if value is MISSING or value in (None, "", []):
+                    return False
+                bound[step.bind] = value
+            if step.predicate is not None and not holds(step.predicate, value):
+                return False
+        return True
 
     async def fire(self, inst: Instance, firing: Firing) -> None:
         """Run one firing's actions in order; the first failure stops it."""
@@ -256,7 +284,7 @@ class Firer:
                     )
                     await self._send_nl(inst, request, label)
                 if action.verify is not None:
-                    if not self._check(inst, action.verify, now):
+                    if not self._check(inst, action.verify, now, scope):
                         engine.log(trigger.id, "verify_failed", now, label, action_index=i)
                         raise _ActionFailed(f"{label}: verify did not hold")
                     engine.log(trigger.id, "verify_ok", now, label, action_index=i)

@@ -14,7 +14,15 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agentenv.spec.triggers import DAYS, ExpInterval, Hours, Predicate, TimeWhen, WherePredicate
+from agentenv.spec.triggers import (
+    DAYS,
+    ExpInterval,
+    ExtractMatch,
+    Hours,
+    Predicate,
+    TimeWhen,
+    WherePredicate,
+)
 
 MISSING = object()
 _SEGMENT = re.compile(r"([^\[\]]*)((?:\[(?:-?\d+|\*)\])*)")
@@ -75,32 +83,58 @@ def matches(where: list[WherePredicate], scope: dict[str, Any]) -> bool:
     return all(holds(p, lookup(scope, p.path)) for p in where)
 
 
-def check_value(predicate: Predicate, value: Any, extract: str | None) -> bool:
-    """Apply a check step's `extract` path and predicate to a tool result."""
-    if extract:
-        value = lookup(value, extract.removeprefix("result."))
-    return holds(predicate, value)
+def extract(value: Any, how: str | ExtractMatch | None) -> Any:
+    """A check step's `extract` applied to a tool result (MISSING when nothing is there)."""
+    if how is None:
+        return value
+    if isinstance(how, str):
+        return lookup(value, how.removeprefix("result."))
+    items = lookup(value, how.path.removeprefix("result."))
+    if not isinstance(items, list):
+        return MISSING
+    for item in items:
+        if isinstance(item, dict) and all(
+            holds(p, item.get(k, MISSING)) for k, p in how.match.items()
+        ):
+            return item.get(how.take, MISSING) if how.take else item
+    return MISSING
+
+
+def check_value(predicate: Predicate, value: Any, how: str | ExtractMatch | None) -> bool:
+    """Apply a check step's `extract` and predicate to a tool result."""
+    return holds(predicate, extract(value, how))
 
 
 _TEMPLATE = re.compile(r"\$\{((?:args|result)(?:\.[^}.]+)*)\}")
+_BOUND = re.compile(r"\$\{(\w+)\}")
 
 
 class TemplateError(ValueError):
     """A `${...}` placeholder with no value in the provoking call."""
 
 
-def render(value: Any, scope: dict[str, Any]) -> Any:
-    """Fill `${args.x}` / `${result.x}` placeholders; a lone placeholder keeps its type."""
+def render(value: Any, scope: dict[str, Any], bound: dict[str, Any] | None = None) -> Any:
+    """Fill `${args.x}` / `${result.x}` placeholders, and `${name}` from a check's earlier
+    `bind` steps; a lone placeholder keeps its type. A `${name}` nothing bound stays as it is."""
     if isinstance(value, str):
         whole = _TEMPLATE.fullmatch(value)
         if whole:
             return _resolve(whole.group(1), scope)
-        return _TEMPLATE.sub(lambda m: str(_resolve(m.group(1), scope)), value)
+        if bound and (named := _BOUND.fullmatch(value)) and named.group(1) in bound:
+            return bound[named.group(1)]
+        value = _TEMPLATE.sub(lambda m: str(_resolve(m.group(1), scope)), value)
+        if bound:
+            value = _BOUND.sub(lambda m: _text(bound.get(m.group(1), m.group(0))), value)
+        return value
     if isinstance(value, dict):
-        return {k: render(v, scope) for k, v in value.items()}
+        return {k: render(v, scope, bound) for k, v in value.items()}
     if isinstance(value, list):
-        return [render(v, scope) for v in value]
+        return [render(v, scope, bound) for v in value]
     return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _resolve(path: str, scope: dict[str, Any]) -> Any:

@@ -21,7 +21,9 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
@@ -77,13 +79,26 @@ class WherePredicate(Predicate):
     path: str = Field(pattern=rf"^(args|result){_PATH}$")
 
 
-class CheckStep(_Doc):
-    """A state check: call a read tool, pull a value out of its result, test it."""
+class ExtractMatch(_Doc):
+    """Pick from the list at `path` the first item whose fields pass every `match`
+    predicate; `take` one field of it (else the whole item)."""
 
-    tool: str
+    path: str = Field(min_length=1)
+    match: dict[str, Predicate] = Field(default_factory=dict)
+    take: str | None = None
+
+
+class CheckStep(_Doc):
+    """One step of a check: call a read tool, pull a value out of its result, then test it
+    (`predicate`), name it for later steps (`bind`, read as `${name}`), or both."""
+
+    tool: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
-    extract: str | None = Field(default=None, description="Dotted path into the result.")
-    predicate: Predicate
+    extract: str | ExtractMatch | None = Field(
+        default=None, description="Dotted path into the result, or a pick from a list."
+    )
+    bind: str | None = Field(default=None, pattern=r"^\w+$")
+    predicate: Predicate | None = None
 
 
 def _where_mapping(value: Any) -> Any:
@@ -105,6 +120,21 @@ def _check_steps(value: Any) -> Any:
     if isinstance(value, dict):
         return value.get("steps", [value])
     return value
+
+
+def _last_tests(steps: list[CheckStep]) -> list[CheckStep]:
+    if steps and steps[-1].predicate is None:
+        raise ValueError("the last check step needs a predicate")
+    return steps
+
+
+Check = Annotated[
+    list[CheckStep],
+    BeforeValidator(_check_steps),
+    AfterValidator(_last_tests),
+    Field(min_length=1),
+]
+"""A check: steps run in order; it holds when every predicate does."""
 
 
 Roles = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
@@ -131,12 +161,10 @@ class StateWhen(_Doc):
     """Fire when every check holds, tested after each watched call."""
 
     type: Literal["state"]
-    check: list[CheckStep] = Field(min_length=1)
+    check: Check
     repeat: bool = False
     roles: Roles | None = None
     delay: timedelta | None = None
-
-    _check = field_validator("check", mode="before")(lambda cls, v: _check_steps(v))
 
 
 class Unless(_Doc):
@@ -256,7 +284,7 @@ class _Action(_Doc):
         default=None,
         description="Wait this long (virtual time) after the provoking call before this action.",
     )
-    verify: CheckStep | None = None
+    verify: Check | None = None
 
     _delay = field_validator("delay")(lambda cls, v: _positive_delay(v))
 
