@@ -3,8 +3,11 @@
 - `server.py`: an agent as an A2A server (a2a-sdk 1.x, agent card at
   `/.well-known/agent-card.json`); it learns its environment from each request's
   `urn:agentenv:mcp-config/v1` metadata and calls tools over MCP (`mcp_tools.py`).
-- `client.py`: `RemoteA2AAgent`, an Agent whose turns are taken by a remote A2A agent,
-  and `send_instruction` for peers and `nl` trigger actions.
+  It also answers A2A 0.3 clients and upstream's `/ext/...` configuration endpoints
+  (`extensions.py`).
+- `client.py`: `RemoteA2AAgent`, an Agent whose turns are taken by a remote A2A agent
+  (1.0 or 0.3), and `send_instruction` for peers and `nl` trigger actions;
+  `configure.py` registers the environment with upstream-era agents.
 - `nl.py`: the sender a gateway uses for `nl` trigger actions.
 
 This module stays light (no a2a-sdk import): the names below load on first use.

@@ -7,10 +7,15 @@ by name) and the turn's fields (`prompt_id`, `agent_name`, `system_prompt`, `his
 ...). The text parts are the prompt. Each request becomes an `AgentTurn` whose `tools`
 speak MCP to that endpoint (`McpTools`), and the agent's `run_turn` answers it.
 
-The reply is a Task: completed with an artifact `response` (the answer as text) and,
-when the agent called tools, an artifact `trajectory` (its own log of the calls); or
-failed, with the reason as the status message. An agent that raises never reaches the
-client as a JSON-RPC internal error.
+Upstream AgentEnv's way works too: what its task runner POSTs to the card's `/ext/...`
+endpoints (`extensions.py`: environments, peers, settings) holds for every later
+request that does not say otherwise. Both A2A 1.0 and 0.3 clients are answered (the
+SDK's 0.3 compatibility mode, and JSON-RPC also at `/a2a`, where upstream sends it).
+
+The reply is a Task: completed with an artifact `response` (the answer as text, also the
+final status message) and, when the agent called tools, an artifact `trajectory` (its
+own log of the calls); or failed, with the reason as the status message. An agent that
+raises never reaches the client as a JSON-RPC internal error.
 
 See docs/a2a.md for every metadata key.
 """
