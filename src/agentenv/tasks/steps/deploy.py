@@ -13,6 +13,7 @@ from agentenv.agents.registry import make_agent
 from agentenv.env.environment import Environment
 from agentenv.gateway import Gateway, GatewayError
 from agentenv.registry import RegistryError
+from agentenv.spec.environment import GatewayMode
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.context import DeployedAgent, DeployedAgentRequest, DeployedEnv, TaskContext
 from agentenv.tasks.remote import (
@@ -40,6 +41,11 @@ class DeployEnvParams(_Params):
         "alias in its aliases.toml, then the local catalog).",
     )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Kept in the output.")
+    gateway_mode: GatewayMode | None = Field(
+        default=None,
+        description="consistent (one call at a time per instance) or performance; default: "
+        "the environment's own `gateway_mode` (upstream's default is performance).",
+    )
 
 
 _IN_PROCESS = "environments run in this process, for as long as the task run"
@@ -58,10 +64,6 @@ class DeployEnv(Step):
         "cpu": Unhonoured(_IN_PROCESS),
         "memory_mb": Unhonoured(_IN_PROCESS),
         "sandbox_type": Unhonoured(_IN_PROCESS, honoured=("local", "none")),
-        "gateway_mode": Unhonoured(
-            "a task's gateway serialises the calls on an instance (consistent)",
-            honoured=("consistent",),
-        ),
         "env_state_type": Unhonoured("state lives in the environment's own store"),
         "env_state_instance_id": Unhonoured(
             "attaching to an existing env state instance is not built", refuse=True
@@ -79,7 +81,7 @@ class DeployEnv(Step):
             raise StepError(f"env_id {p.env_id!r} is already deployed")
         env = resolve_env(ctx, p.env if p.env is not None else p.env_id)
         try:
-            gateway = Gateway(env)
+            gateway = Gateway(env, mode=p.gateway_mode)
         except GatewayError as exc:
             raise StepError(f"environment {p.env!r}: {exc}") from None
         gateway.nl_sender = task_nl_sender(ctx, p.env_id, gateway)  # nl actions over A2A
@@ -89,6 +91,7 @@ class DeployEnv(Step):
             "name": env.name,
             "version": env.version,
             "tools": len(env.tools),
+            "gateway_mode": gateway.mode,
             **({"metadata": p.metadata} if p.metadata else {}),
         }
 
