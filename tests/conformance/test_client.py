@@ -589,6 +589,60 @@ def _(p: Probes) -> None:
     assert p.raw("data unknown_method")["json"]["error"]["code"] == -32601
 
 
+# -- bad input: upstream's shapes wrong, never a 5xx ----------------------------------------
+
+BAD_INPUT_ROUTES = ["/step", "/tools/disable", "/tools/enable", "/triggers/register", "/triggers/remove",
+                    "/clock/set-time"]  # fmt: skip
+
+
+def bad_input_check(kind: str, path: str) -> Callable[[Probes], None]:
+    def run(p: Probes) -> None:
+        exchange = p.raw(f"{kind} {path}")
+        assert 400 <= exchange["status"] < 500, (
+            f"HTTP {exchange['status']}: {exchange['text'][:300]}"
+        )
+        assert isinstance(exchange["json"], dict) and exchange["json"].get("error"), exchange[
+            "text"
+        ][:300]
+
+    return run
+
+
+for _path in BAD_INPUT_ROUTES:
+    check("card_rest", f"a body that is not JSON at {_path} is a 4xx with an error")(
+        bad_input_check("bad_json", _path)
+    )
+    check("card_rest", f"a JSON body of the wrong shape at {_path} is a 4xx with an error")(
+        bad_input_check("bad_shape", _path)
+    )
+
+
+def rpc_error(p: Probes, name: str) -> dict[str, Any]:
+    exchange = p.raw(name)
+    assert exchange["status"] == 200 and isinstance(exchange["json"], dict), exchange["text"][:300]
+    return exchange["json"]["error"]
+
+
+@check("card_rest", "data plane: a body that is not JSON is -32700")
+def _(p: Probes) -> None:
+    assert rpc_error(p, "rpc parse_error")["code"] == -32700
+
+
+@check("card_rest", "data plane: a request without jsonrpc and method is -32600")
+def _(p: Probes) -> None:
+    assert rpc_error(p, "rpc invalid_request")["code"] == -32600
+
+
+@check("card_rest", "data plane: data/add with no parts is -32602")
+def _(p: Probes) -> None:
+    assert rpc_error(p, "rpc add no_parts")["code"] == -32602
+
+
+@check("card_rest", "data plane: data/add with a part of unknown kind is -32602")
+def _(p: Probes) -> None:
+    assert rpc_error(p, "rpc add bad_part")["code"] == -32602
+
+
 @pytest.fixture(scope="module")
 def probes(serve_env: Callable[..., Any], driver: Callable[..., Probes], upstream: Any) -> Probes:
     """Every client call, made once against a fresh support-desk server."""

@@ -73,9 +73,11 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-async def raw(method: str, url: str, *, role: str | None = None, **kwargs: Any) -> dict:
-    """A plain HTTP call (for what the client has no helper for: a role header, JSONL)."""
-    headers = {ROLE_HEADER: role} if role else {}
+async def raw(
+    method: str, url: str, *, role: str | None = None, headers: dict | None = None, **kwargs: Any
+) -> dict:
+    """A plain HTTP call (for what the client has no helper for: a role header, JSONL, bad bodies)."""
+    headers = {**(headers or {}), **({ROLE_HEADER: role} if role else {})}
     async with httpx.AsyncClient() as http:
         response = await http.request(method, url, headers=headers, timeout=30, **kwargs)
     out: dict[str, Any] = {
@@ -415,6 +417,61 @@ async def main(base: str, gateway_src: str | None) -> None:
             "POST",
             f"{base}/agentenv",
             json={"jsonrpc": "2.0", "id": 1, "method": "data/teleport", "params": {}},
+        ),
+    )
+    # bad input in every route upstream's clients post to: a 4xx with a readable body, never a 5xx
+    for verb, path in (
+        ("POST", "/step"),
+        ("POST", "/tools/disable"),
+        ("POST", "/tools/enable"),
+        ("POST", "/triggers/register"),
+        ("POST", "/triggers/remove"),
+        ("PUT", "/clock/set-time"),
+    ):
+        await probe(
+            f"bad_json {path}",
+            lambda verb=verb, path=path: raw(
+                verb,
+                f"{base}{path}",
+                content=b"{not json",
+                headers={"content-type": "application/json"},
+            ),
+        )
+        await probe(
+            f"bad_shape {path}",
+            lambda verb=verb, path=path: raw(verb, f"{base}{path}", json=[1, 2]),
+        )
+    await probe(
+        "rpc parse_error",
+        lambda: raw(
+            "POST",
+            f"{base}/agentenv",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        ),
+    )
+    await probe(
+        "rpc invalid_request", lambda: raw("POST", f"{base}/agentenv", json={"id": 7, "params": {}})
+    )
+    await probe(
+        "rpc add no_parts",
+        lambda: raw(
+            "POST",
+            f"{base}/agentenv",
+            json={"jsonrpc": "2.0", "id": 8, "method": "data/add", "params": {"parts": []}},
+        ),
+    )
+    await probe(
+        "rpc add bad_part",
+        lambda: raw(
+            "POST",
+            f"{base}/agentenv",
+            json={
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "data/add",
+                "params": {"parts": [{"kind": "video"}]},
+            },
         ),
     )
     # clear last: it empties the env's own triggers too
