@@ -485,9 +485,21 @@ async def test_behind_a_gateway_every_tool_is_listed_and_our_rules_still_refuse_
     gw = Gateway(env, behind_gateway=True)
     every = [*ALL, "reopen_ticket"]
     for who in (AGENT, AUDITOR, Principal("default"), Principal("contractor")):
-        assert names(gw, who) == every
+        assert names(gw, who) == every  # some role may call each of them
     wire = {t.name: t.model_dump(by_alias=True) for t in gw.list_tools(AGENT)}
     assert wire["reopen_ticket"]["_meta"] == {"agentenv.io/hiddenByDefault": True}
     assert await can_call(gw, AGENT, "reopen_ticket")  # the gateway in front hides it
     assert not await can_call(gw, AGENT, "delete_ticket")  # declared for supervisors
     assert not await can_call(gw, AUDITOR, "update_ticket")  # the document's rule
+
+
+async def test_behind_a_gateway_a_tool_no_role_may_call_is_not_listed() -> None:
+    rules = [{"role": "*", "tools": ["update_ticket"]}]
+    gw = Gateway(make_env(rules), behind_gateway=True)
+    assert "update_ticket" not in names(gw, AGENT)
+    await gw.set_tool_access(SYSTEM, "enable", "contractor", ["update_ticket"])
+    assert "update_ticket" in names(gw, AGENT)  # the contractor may: the front decides
+    strict = Gateway(
+        make_env([{"role": "*", "tools": "*"}], strict_roles=True), behind_gateway=True
+    )
+    assert names(strict, AGENT) == []

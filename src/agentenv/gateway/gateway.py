@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
-from agentenv.gateway.access import DEFAULT_ROLE
+from agentenv.gateway.access import DEFAULT_ROLE, WILDCARD
 from agentenv.gateway.clock import GET_TIME
 from agentenv.gateway.control import ControlPlane
 from agentenv.gateway.errors import (
@@ -44,6 +44,8 @@ from agentenv.spec.wire import CallError, ToolInfo
 from agentenv.state import Snapshot, State, StateError
 from agentenv.state._canonical import copy_json
 from agentenv.state.diff import diff
+
+_UNNAMED_ROLE = "\x00any other role"  # stands for every role no rule names
 
 
 class _InvalidResult(Exception):
@@ -77,9 +79,10 @@ class Gateway(ControlPlane):
         saying so); the layers above install the A2A one (`agents.a2a.nl`). `mode` and
         `strict_roles` override the environment document's `gateway_mode` and
         `strict_roles`. `behind_gateway` is for serving as a backing server of another
-        gateway, which decides who sees which tool: every tool is listed to every caller
-        (hidden ones with their `_meta`), hidden tools are not hidden here, and calls are
-        still refused where this environment's own rules and tool roles refuse them."""
+        gateway, which decides who sees which tool: every caller is listed each tool some
+        role may call (hidden ones with their `_meta`), hidden tools are not hidden here,
+        and calls are still refused where this environment's own rules and tool roles
+        refuse them."""
         self.behind_gateway = behind_gateway
         self.env = env
         self.nl_sender: NlSender = nl_sender or no_nl_sender
@@ -162,7 +165,12 @@ class Gateway(ControlPlane):
         if inst.clock.armed and GET_TIME.name not in self.env.tools:
             tools.append(GET_TIME)
         if self.behind_gateway:
-            return tools  # the gateway in front filters what it lists
+            # The gateway in front decides who sees what: list what any role may call.
+            roles = set(self.env.roles) | set(inst.access.rules())
+            roles.discard(WILDCARD)
+            if self._open_roles:
+                roles.add(_UNNAMED_ROLE)
+            return [t for t in tools if any(inst.access.allowed(r, t) for r in roles)]
         if not self._role_known(principal.role):
             return []
         return [t for t in tools if inst.access.allowed(principal.role, t)]
