@@ -356,3 +356,20 @@ async def test_bad_peerings_fail_before_anything_is_served(
     )
     assert error in step(result, "peers").error
     assert ctx.agent_peers == {}
+
+
+def test_the_docs_list_every_upstream_field_we_do_not_act_on() -> None:
+    import re
+
+    from agentenv.tasks import STEPS
+
+    text = (Path(__file__).parents[2] / "docs" / "steps.md").read_text(encoding="utf-8")
+    table = text.split("## Upstream fields accepted but not acted on")[1]
+    documented = set(re.findall(r"^\| `(\w+)` \| `(\w+)` \| (ignored|refused) \|", table, re.M))
+    in_code = {
+        (name, field, "refused" if rule.refuse else "ignored")
+        for name in STEPS.names()
+        if STEPS.is_builtin(name)
+        for field, rule in STEPS.get(name).unhonoured.items()
+    }
+    assert documented == in_code
