@@ -348,7 +348,10 @@ def test_a_tool_error_message_is_printed_as_it_is(
         ("card", ["--role"]),
         ("tools", ["--role", "--json"]),
         ("call", ["--arg", "--json", "--role"]),
-        ("serve", ["--host", "--port", "--token", "--max-body"]),
+        (
+            "serve",
+            ["--host", "--port", "--token", "--max-body", "--mode", "--strict-roles", "--any-role"],
+        ),
     ],
 )
 def test_each_command_has_help(runner: CliRunner, command: str, options: list[str]) -> None:
@@ -377,6 +380,19 @@ def test_serve_refuses_a_malformed_token_before_listening(runner: CliRunner, env
     assert result.exit_code == 1
     assert "--token" in unwrapped(result.stderr)
     assert "ROLE=SECRET" in unwrapped(result.stderr)
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_serve_refuses_an_unknown_mode_before_listening(
+    runner: CliRunner, env_dir: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    if how == "env":
+        monkeypatch.setenv("GATEWAY_MODE", "turbo")  # upstream's variable
+        result = run(runner, "serve", env_dir)
+    else:
+        result = run(runner, "serve", env_dir, "--mode", "turbo")
+    assert result.exit_code == 1
+    assert "--mode: expected 'consistent' or 'performance', got 'turbo'" in unwrapped(result.stderr)
 
 
 def test_serve_refuses_a_bad_document(runner: CliRunner, tmp_path: Path) -> None:

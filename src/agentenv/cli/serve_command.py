@@ -61,8 +61,9 @@ def serve(
         typer.Option(
             "--behind-gateway",
             help="Serve as a backing server of another gateway (e.g. upstream's), which "
-            "decides who sees which tool: list every tool to every caller (hidden ones "
-            "marked in _meta); calls are still refused where this environment's rules say so.",
+            "decides who sees which tool: list to every caller each tool some role may call "
+            "(hidden ones marked in _meta); calls are still refused where this environment's "
+            "rules say so.",
         ),
     ] = False,
 ) -> None:
