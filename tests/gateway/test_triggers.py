@@ -1333,3 +1333,25 @@ async def test_a_verify_in_the_protocols_form_reads_the_provoking_call(gw: Gatew
     await create(gw, "t2")
     assert info(gw, "escalate").status == "fired"
     assert events(gw, "escalate")[-3:] == ["verify_ok", "action_ok", "fired"]
+
+
+async def test_setting_the_clock_again_re_anchors_relative_time_triggers(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    await gw.register_triggers(
+        SYSTEM,
+        reg(
+            timed("rel", at="PT1H"),
+            timed("abs", at="2026-03-02T12:00:00Z"),
+            counting("tick", every="PT30M"),
+        ),
+    )
+    later = T0 + timedelta(days=1)
+    await gw.set_clock(SYSTEM, later)
+    assert info(gw, "rel").next_mark == "2026-03-03T10:00:00Z"
+    assert info(gw, "tick").next_mark == "2026-03-03T09:30:00Z"
+    assert info(gw, "abs").status == "fired"  # its instant passed in the jump: it fired
+    (event,) = [
+        e for e in gw.triggers_state().log if e.event == "reanchored" and e.trigger_id == "rel"
+    ]
+    assert event.dropped_mark == "2026-03-02T10:00:00Z"
+    assert fire_times(gw, "tick") == []  # the old timeline's backlog is dropped

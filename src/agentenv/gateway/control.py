@@ -108,6 +108,7 @@ class ControlPlane:
             self._note(
                 inst, principal, "clock_set", f"{virtual_time.isoformat()} x{inst.clock.rate:g}"
             )
+            inst.triggers.rearmed(inst.clock.now(), inst.clock.start)
             await self._firer.fire_due(inst)
             return inst.clock.state()
 

@@ -17,6 +17,7 @@ from agentenv.spec.triggers import (
     StateWhen,
     TimeWhen,
     ToolAction,
+    TriggerRegistration,
     TriggerSpec,
 )
 
@@ -180,3 +181,29 @@ def next_due(
     if nxt is None or (until is not None and nxt > until):
         return None
     return nxt
+
+
+def merge_executors(
+    current: dict[str | None, Executor],
+    registration: TriggerRegistration,
+    watch: list[str] | None,
+) -> dict[str | None, Executor]:
+    """The executors once a registration is in: those before and its own (the unnamed one
+    under None), each set once; an executor whose role is watched is refused."""
+    incoming: dict[str | None, Executor] = dict(registration.executors)
+    if registration.executor is not None:
+        incoming[None] = registration.executor
+    merged = dict(current)
+    for name, executor in incoming.items():
+        label = "executor" if name is None else f"executors[{name!r}]"
+        if executor.role and watch is not None and executor.role in watch:
+            raise TriggerError(
+                f"{label}.role {executor.role!r} is in watch_roles {watch}: the executor's "
+                "own calls would provoke triggers"
+            )
+        if name in merged and merged[name] != executor:
+            raise TriggerError(
+                f"{label} conflicts with the registered one; clear the triggers to change it"
+            )
+        merged[name] = executor
+    return merged

@@ -20,6 +20,7 @@ EventKind = Literal[
     "removed",
     "detected",
     "anchored",
+    "reanchored",
     "action_ok",
     "action_failed",
     "verify_ok",
@@ -31,7 +32,7 @@ EventKind = Literal[
     "deferred",
     "cancelled",
 ]
-"""The protocol's firing-log vocabulary (we never write `reanchored`: see docs/gateway.md)."""
+"""The protocol's firing-log vocabulary."""
 
 
 class TriggerEvent(BaseModel):

@@ -26,6 +26,7 @@ from agentenv.gateway.trigger_model import (
     check_executors,
     first_due,
     info,
+    merge_executors,
     next_due,
     settled,
     spec_key,
@@ -110,7 +111,7 @@ class TriggerEngine:
         registered id is refused, as is a change of watch roles or of an executor. All or
         nothing."""
         watch = self._resolve_watch(registration)
-        executors = self._resolve_executors(registration, watch)
+        executors = merge_executors(self.executors, registration, watch)
         added: list[str] = []
         armed: list[ArmedTrigger] = []
         for spec in registration.triggers:
@@ -160,27 +161,6 @@ class TriggerEngine:
                 "clear the triggers to change it"
             )
         return sorted(set(given))
-
-    def _resolve_executors(
-        self, registration: TriggerRegistration, watch: list[str] | None
-    ) -> dict[str | None, Executor]:
-        incoming: dict[str | None, Executor] = dict(registration.executors)
-        if registration.executor is not None:
-            incoming[None] = registration.executor
-        merged = dict(self.executors)
-        for name, executor in incoming.items():
-            label = "executor" if name is None else f"executors[{name!r}]"
-            if executor.role and watch is not None and executor.role in watch:
-                raise TriggerError(
-                    f"{label}.role {executor.role!r} is in watch_roles {watch}: the executor's "
-                    "own calls would provoke triggers"
-                )
-            if name in merged and merged[name] != executor:
-                raise TriggerError(
-                    f"{label} conflicts with the registered one; clear the triggers to change it"
-                )
-            merged[name] = executor
-        return merged
 
     def remove(self, ids: list[str], now: datetime | None) -> list[str]:
         """Remove triggers by id (unknown ids are ignored); returns those removed."""
@@ -393,6 +373,21 @@ class TriggerEngine:
                 trigger.next_due = next_due(trigger, moment, handed_out, clock_start)
         out.sort(key=lambda item: (item[0], item[1]))
         return [item[2] for item in out]
+
+    def rearmed(self, now: datetime | None, clock_start: datetime | None) -> None:
+        """The clock was set again: relative time triggers count from its new start, as
+        the protocol re-anchors them; a mark (and any backlog) of the old timeline is dropped.
+        A trigger anchored `after` another keeps the instant its anchor gave it."""
+        for trigger in self._triggers.values():
+            when = trigger.spec.when
+            if not isinstance(when, TimeWhen) or trigger.status != "armed" or when.anchor:
+                continue
+            old = trigger.next_due
+            seed = when.seed if when.seed is not None else digest("trigger", trigger.id)
+            trigger.rng = random.Random(seed)
+            trigger.next_due = first_due(when, now, clock_start, trigger.rng)
+            if old is not None and old != trigger.next_due:
+                self.log(trigger.id, "reanchored", now, dropped_mark=iso(old))
 
     def started(self, firing: Firing) -> None:
         """Mark a firing as running."""
