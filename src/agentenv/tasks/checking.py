@@ -162,6 +162,7 @@ def check_task(
             continue
         raw = fill_placeholders(spec.params, values)
         ignored: list[str] = []
+        refused = False
         for name, rule in cls.unhonoured.items():
             if name not in raw:
                 continue
@@ -170,6 +171,7 @@ def check_task(
                 continue
             where = ("steps", i, name)
             if rule.refuse:
+                refused = True
                 checked.problems.append(problem_at(task, where, f"not supported: {rule.reason}"))
             else:
                 warning = problem_at(task, where, f"ignored: {rule.reason}")
@@ -179,6 +181,10 @@ def check_task(
             params = cls.Params.model_validate(raw)
         except ValidationError as exc:
             for loc, message in _messages(exc, raw):
+                if refused and not loc:
+                    # a whole-step complaint (e.g. "give one of ...") that only follows from
+                    # the refused fields: those already say what is wrong
+                    continue
                 checked.problems.append(problem_at(task, ("steps", i, *loc), message))
             continue
         step = cls(spec, params)
