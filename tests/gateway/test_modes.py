@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -307,6 +308,24 @@ async def test_a_control_operation_waits_for_calls_in_flight_and_goes_before_lat
     assert refused.denied
     kinds = [(r.kind, r.tool or r.event) for r in gw.instance().trajectory]
     assert kinds == [("call", "hold"), ("control", "tools_disable"), ("call", "hold")]
+
+
+async def test_the_ticker_passes_over_an_instance_with_calls_in_flight() -> None:
+    release = asyncio.Event()
+
+    @tool(kind="read")
+    async def hold(ctx: ToolContext) -> str:
+        await release.wait()
+        return "held"
+
+    gw = Gateway(make_env(hold), mode="performance")
+    await gw.set_clock(SYSTEM, datetime(2026, 3, 2, 9, tzinfo=UTC))
+    call = asyncio.create_task(gw.call(AGENT, "hold", {}))
+    await asyncio.sleep(0)
+    await asyncio.wait_for(gw.tick(), SAFETY_S)  # does not wait for the call
+    assert not call.done()
+    release.set()
+    assert (await call).ok
 
 
 async def test_with_triggers_registered_calls_run_one_at_a_time() -> None:

@@ -429,8 +429,10 @@ class Gateway(ControlPlane):
     async def tick(self) -> None:
         """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
         for inst in list(self._instances.values()):
-            if inst.clock.armed and not inst.lock.locked():
-                async with inst.lock:
+            lock = inst.lock
+            busy = lock.locked() or (isinstance(lock, SharedLock) and lock.sharers > 0)
+            if inst.clock.armed and not busy:  # a busy instance fires after its calls
+                async with lock:
                     await self._firer.fire_due(inst)
 
 
