@@ -148,6 +148,29 @@ def _(p: Probes) -> None:
     )
 
 
+@check("roles", "the gateway's trigger actions reach our tools as the role they name")
+def _(p: Probes) -> None:
+    assert p.value("gw triggers register")["status"] == 200, p.value("gw triggers register")
+    assert p.value("gw provoke")["status"] == 200
+    outcome = {t["id"]: (t["status"], t["fire_count"], t["failure_count"])
+               for t in p.value("gw triggers state")["json"]["triggers"]}  # fmt: skip
+    # issue_refund above $100 needs our supervisor role: the agent's attempt fails (upstream re-arms a
+    # trigger whose action failed, counting the failure), the supervisor's lands
+    assert outcome == {
+        "refund-as-supervisor": ("fired", 1, 0),
+        "refund-as-agent": ("armed", 0, 1),
+    }, outcome
+    refunds = json.loads(step_ok(p, "gw refunds")["content"][0]["text"])
+    found = refunds.get("refunds", refunds) if isinstance(refunds, dict) else refunds
+    assert [r["issued_by"] for r in found if r["amount"] == 150.0] == ["supervisor"], refunds
+
+
+@check("triggers_clock", "the gateway's clock can be armed in front of our server")
+def _(p: Probes) -> None:
+    answer = p.value("gw clock set")
+    assert answer["status"] == 200, answer["text"]
+
+
 @pytest.fixture(scope="module")
 def probes(
     serve_env: Callable[..., Any],

@@ -48,6 +48,16 @@ async def step(base: str, body: dict, role: str | None = None) -> dict:
     return {"status": response.status_code, "json": response.json() if response.content else None}
 
 
+async def http_json(method: str, url: str, body: dict | None = None) -> dict:
+    async with httpx.AsyncClient() as http:
+        response = await http.request(method, url, json=body, timeout=60)
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    return {"status": response.status_code, "json": data, "text": response.text[:2000]}
+
+
 def session_call(mcp_url: str, role: str | None, name: str, arguments: dict) -> Any:
     async def run() -> Any:
         async with ToolSession(mcp_url=mcp_url, role=role, timeout=60) as session:
@@ -119,6 +129,64 @@ async def main(base: str, key: str) -> None:
         session_call(mcp_url, "customer", "check_ticket_status", {"ticket_id": "T-1042"}),
     )
     await probe("mcp get_time", session_call(mcp_url, None, "get_time", {}))
+    # the gateway's own triggers, acting on our tools as a role (`as`), forwarded in _meta
+    refund = {"ticket_id": "T-1044", "customer_id": "C-001", "amount": 150.0, "reason": "Goodwill."}
+    triggers = {
+        "watch_roles": ["default"],
+        "triggers": [
+            {
+                "id": "refund-as-supervisor",
+                "when": {"type": "action", "tool": "list_tickets"},
+                "actions": [
+                    {"type": "tool", "tool": "issue_refund", "args": refund, "as": "supervisor"}
+                ],
+            },
+            {
+                "id": "refund-as-agent",
+                "when": {"type": "action", "tool": "list_tickets"},
+                "actions": [
+                    {"type": "tool", "tool": "issue_refund", "args": refund, "as": "agent"}
+                ],
+            },
+        ],
+    }
+    await probe(
+        "gw triggers register", lambda: http_json("POST", f"{base}/triggers/register", triggers)
+    )
+    await probe(
+        "gw provoke",
+        lambda: step(base, {"action": "call_tool", "tool_name": "list_tickets", "arguments": {}}),
+    )
+
+    async def settled() -> dict:
+        for _ in range(50):
+            state = await http_json("GET", f"{base}/triggers/state")
+            # an action trigger whose action fails goes back to armed, its failure counted
+            if all(t["status"] == "fired" or t["failure_count"] for t in state["json"]["triggers"]):
+                break
+            await asyncio.sleep(0.2)
+        return state
+
+    await probe("gw triggers state", settled)
+    await probe(
+        "gw refunds",
+        lambda: step(
+            base,
+            {
+                "action": "call_tool",
+                "tool_name": "list_refunds",
+                "arguments": {"ticket_id": "T-1044"},
+            },
+            "agent",
+        ),
+    )
+    # the gateway's clock in front of our server
+    await probe(
+        "gw clock set",
+        lambda: http_json(
+            "PUT", f"{base}/clock/set-time", {"virtual_time": "2026-03-02T09:00:00Z"}
+        ),
+    )
     await probe("data reset", lambda: client.reset_data(base))
     await probe("data get after_reset", lambda: client.get_data(base))
 
