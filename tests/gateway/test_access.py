@@ -503,3 +503,32 @@ async def test_behind_a_gateway_a_tool_no_role_may_call_is_not_listed() -> None:
         make_env([{"role": "*", "tools": "*"}], strict_roles=True), behind_gateway=True
     )
     assert names(strict, AGENT) == []
+
+
+CHILD_ENV = """
+apiVersion: agentenv/v1
+kind: Environment
+name: child
+state: {notes: {}}
+tools:
+  - {name: get_note, crud: {collection: notes, op: get}}
+  - {name: purge, crud: {collection: notes, op: delete}, hidden_by_default: true}
+access:
+  - {role: ops, action: enable, tools: [purge]}
+  - {role: agent, action: enable, tools: "*"}
+"""
+
+
+def test_a_composed_childs_hidden_tool_stays_hidden_under_its_namespace(tmp_path: Path) -> None:
+    (tmp_path / "child").mkdir()
+    (tmp_path / "child" / "env.yaml").write_text(CHILD_ENV, encoding="utf-8")
+    (tmp_path / "env.yaml").write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\nname: parent\n"
+        "compose:\n  - {env: child, as: c}\n",
+        encoding="utf-8",
+    )
+    gw = Gateway(Environment.load(tmp_path))
+    assert names(gw, Principal("default")) == ["c__get_note"]
+    assert names(gw, Principal("agent")) == ["c__get_note"]  # `*` became `c__*`: not named
+    listed = {t.name: t.model_dump(by_alias=True) for t in gw.list_tools(Principal("ops"))}
+    assert listed["c__purge"]["_meta"] == {"agentenv.io/hiddenByDefault": True}
