@@ -1355,3 +1355,33 @@ async def test_setting_the_clock_again_re_anchors_relative_time_triggers(gw: Gat
     ]
     assert event.dropped_mark == "2026-03-02T10:00:00Z"
     assert fire_times(gw, "tick") == []  # the old timeline's backlog is dropped
+
+
+async def test_an_nl_action_that_fails_its_verify_is_sent_once_more(desk: Environment) -> None:
+    sent: list[str] = []
+
+    async def sender(request: NlInstruction) -> str:
+        sent.append(request.instruction)
+        if len(sent) == 2:  # the executor gets it right the second time
+            await gw.call(SUPERVISOR, "add_note", {"record": {"id": "done"}})
+        return "ok"
+
+    gw = Gateway(desk, nl_sender=sender)
+    verify = {"tool": "list_notes", "extract": "total", "predicate": {"equals": 1}}
+    action = {**nl(), "verify": verify}
+    executor = {"a2a_url": "http://ops", "role": "supervisor"}
+    await gw.register_triggers(SYSTEM, reg(on_create(actions=[action]), executor=executor))
+    await create(gw, "t2")
+    assert len(sent) == 2 and sent[0] == "Check t2"
+    assert sent[1].startswith("Check t2\n\n") and "again" in sent[1]
+    assert info(gw, "escalate").status == "fired"
+    assert events(gw, "escalate")[-4:] == ["verify_failed", "verify_ok", "action_ok", "fired"]
+
+
+async def test_a_recurring_trigger_whose_until_has_passed_retires_unfired(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    late = counting("late", every="PT1H", until="2026-03-01T00:00:00Z")
+    await gw.register_triggers(SYSTEM, reg(late))
+    await gw.advance_clock(SYSTEM, timedelta(hours=2))
+    t = info(gw, "late")
+    assert (t.status, t.fire_count, t.next_mark) == ("fired", 0, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,12 @@ from agentenv.spec.triggers import (
 if TYPE_CHECKING:
     from agentenv.gateway.gateway import Gateway
     from agentenv.gateway.instance import Instance
+
+
+_RETRY = (
+    "\n\nThe change this asked for cannot be seen in the environment yet, so the last "
+    "attempt did not pass its check. Please carry it out again, exactly as described."
+)
 
 
 class _ActionFailed(Exception):
@@ -283,6 +289,13 @@ class Firer:
                         result=firing.result,
                     )
                     await self._send_nl(inst, request, label)
+                    if action.verify is not None and not self._check(
+                        inst, action.verify, now, scope
+                    ):
+                        # As the protocol does: the executor gets one more try, told why.
+                        engine.log(trigger.id, "verify_failed", now, label, action_index=i)
+                        again = replace(request, instruction=request.instruction + _RETRY)
+                        await self._send_nl(inst, again, label)
                 if action.verify is not None:
                     if not self._check(inst, action.verify, now, scope):
                         engine.log(trigger.id, "verify_failed", now, label, action_index=i)

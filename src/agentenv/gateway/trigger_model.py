@@ -175,9 +175,7 @@ def next_due(
     if when.count is not None and trigger.attempts + fired >= when.count:
         return None
     nxt = add(last, gap)
-    until = when.until
-    if isinstance(until, timedelta):
-        until = add(clock_start, until) if clock_start is not None else None
+    until = until_of(when, clock_start)
     if nxt is None or (until is not None and nxt > until):
         return None
     return nxt
@@ -207,3 +205,11 @@ def merge_executors(
             )
         merged[name] = executor
     return merged
+
+
+def until_of(when: TimeWhen, clock_start: datetime | None) -> datetime | None:
+    """The instant a time trigger's `until` names (a duration counts from the clock's start)."""
+    until = when.until
+    if isinstance(until, timedelta):
+        return add(clock_start, until) if clock_start is not None else None
+    return until

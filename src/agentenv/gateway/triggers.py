@@ -30,6 +30,7 @@ from agentenv.gateway.trigger_model import (
     next_due,
     settled,
     spec_key,
+    until_of,
     wall,
 )
 from agentenv.gateway.trigger_rules import (
@@ -365,9 +366,13 @@ class TriggerEngine:
                 # Registered before the clock was armed: its first moment is known now.
                 assert trigger.rng is not None
                 trigger.next_due = first_due(when, now, clock_start or now, trigger.rng)
+            until = until_of(when, clock_start)
             for handed_out in range(1, MAX_CATCH_UP + 1):
                 moment = trigger.next_due
                 if moment is None or moment > now:
+                    break
+                if until is not None and moment > until:  # over before it began: retired
+                    trigger.next_due, trigger.status = None, "fired"
                     break
                 out.append((moment, next(self._counter), Firing(trigger, moment)))
                 trigger.next_due = next_due(trigger, moment, handed_out, clock_start)
