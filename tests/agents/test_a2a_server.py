@@ -148,7 +148,13 @@ def artifact(task: Task, name: str) -> Any:
 
 
 def reason(task: Task) -> str:
-    return "\n".join(p.text for p in task.status.message.parts)
+    return "\n".join(p.text for p in task.status.message.parts if p.HasField("text"))
+
+
+def error_data(task: Task) -> dict[str, Any]:
+    """The failed task's `{error_type, error_code, error_message}` (upstream's layout)."""
+    [data] = [MessageToDict(p.data) for p in task.status.message.parts if p.HasField("data")]
+    return data
 
 
 # -- the card -----------------------------------------------------------------------------
@@ -310,13 +316,15 @@ class Raiser:
 
 
 @pytest.mark.parametrize(
-    ("error", "expected"),
+    ("error", "expected", "code"),
     [
-        (AgentError("I cannot do that"), "I cannot do that"),
-        (RuntimeError("boom"), "RuntimeError: boom"),
+        (AgentError("I cannot do that"), "I cannot do that", "agent_error"),
+        (RuntimeError("boom"), "RuntimeError: boom", "agent_exception"),
     ],
 )
-async def test_an_agent_that_raises_fails_the_task(error: Exception, expected: str) -> None:
+async def test_an_agent_that_raises_fails_the_task(
+    error: Exception, expected: str, code: str
+) -> None:
     server = await serve_agent(Raiser(error))
     try:
         task = await send(server.url, "Go.", {})
@@ -324,6 +332,12 @@ async def test_an_agent_that_raises_fails_the_task(error: Exception, expected: s
         await server.stop()
     assert task.status.state == TaskState.TASK_STATE_FAILED
     assert reason(task) == expected
+    # what upstream's task runner reads from a failed task's status message
+    assert error_data(task) == {
+        "error_type": "agent_error",
+        "error_code": code,
+        "error_message": expected,
+    }
 
 
 BAD_METADATA = [
@@ -370,6 +384,8 @@ async def test_a_wrong_token_fails_the_task_before_the_agent_runs(served: Served
         f"cannot use the environment's MCP server at {served.server.url}/mcp: "
         "HTTP 401: unknown bearer token"
     )
+    assert error_data(task)["error_type"] == "infra_error"
+    assert error_data(task)["error_code"] == "environment_unreachable"
     assert ran == []
     assert [r for r in served.gateway.instance().trajectory if r.kind == "call"] == []
 

@@ -235,8 +235,9 @@ async def test_registered_mcp_servers_serve_every_later_prompt(served: Served, l
         while task["status"]["state"] not in ("completed", "failed", "canceled", "rejected"):
             task = await rpc(http, lister, "tasks/get", {"id": sent["id"]})
         assert task["status"]["state"] == "completed", task
-        [part] = task["status"]["message"]["parts"]
+        [part, usage] = task["status"]["message"]["parts"]
         assert part["kind"] == "text"
+        assert usage == {"kind": "data", "data": {"usage": {"tool_call_count": 1}}}
         assert json.loads(part["text"])["ids"] == ["n1"]
         trajectory = await http.post(lister + "/ext/trajectory", json={"task_id": sent["id"]})
         assert trajectory.status_code == 200
@@ -272,11 +273,11 @@ async def test_agent_config_sets_what_later_turns_are_told() -> None:
                 "parts": [{"kind": "text", "text": "who are you?"}],
             }
             told = await rpc(http, server.url, "message/send", {"message": message})
-            [part] = told["status"]["message"]["parts"]
+            [part, _] = told["status"]["message"]["parts"]
             # a message's own metadata wins over the configuration
             message = {**message, "messageId": uuid.uuid4().hex, "metadata": {"model": "m2"}}
             again = await rpc(http, server.url, "message/send", {"message": message})
-            [part2] = again["status"]["message"]["parts"]
+            [part2, _] = again["status"]["message"]["parts"]
     finally:
         await server.stop()
     assert json.loads(part["text"]) == {

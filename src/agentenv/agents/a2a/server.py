@@ -81,7 +81,22 @@ AgentSource = Agent | Callable[[], Agent]
 
 
 class _TurnFailed(Exception):
-    pass
+    """A turn that ends the task as failed: the reason, and the `error_code` and
+    `error_type` (upstream's `agent_error` or `infra_error`) its status message carries."""
+
+    def __init__(self, message: str, code: str, kind: str = "agent_error") -> None:
+        super().__init__(message)
+        self.code = code
+        self.kind = kind
+
+
+def _failure(reason: str, code: str, kind: str) -> list[Any]:
+    """A failed task's status message parts, laid out as upstream's agents send them: the
+    reason as text, then `{error_type, error_code, error_message}` as data."""
+    return [
+        new_text_part(reason),
+        new_data_part({"error_type": kind, "error_code": code, "error_message": reason}),
+    ]
 
 
 class AgentTurnExecutor(AgentExecutor):
@@ -129,20 +144,28 @@ class AgentTurnExecutor(AgentExecutor):
             )
             limit = self.setup.apply(request)
             response, calls = await self._run(request, limit or self.turn_timeout)
-        except (BadRequest, _TurnFailed) as exc:
-            await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
+        except BadRequest as exc:
+            await updater.failed(
+                updater.new_agent_message(_failure(str(exc), "bad_request", "agent_error"))
+            )
+            return
+        except _TurnFailed as exc:
+            await updater.failed(updater.new_agent_message(_failure(str(exc), exc.code, exc.kind)))
             return
         except Exception as exc:  # the agent's own bug: a failed task, logged with its trace
             log.exception("the agent failed on task %s", task.id)
-            await updater.failed(updater.new_agent_message([new_text_part(describe(exc))]))
+            parts = _failure(describe(exc), "agent_exception", "agent_error")
+            await updater.failed(updater.new_agent_message(parts))
             return
         trajectory = {"prompt_id": request.prompt_id, "calls": calls}
         self.setup.keep_trajectory(task.id, trajectory)
         await updater.add_artifact([new_text_part(response)], name="response")
         if calls:
             await updater.add_artifact([new_data_part(trajectory)], name="trajectory")
-        # The answer is also the final status message: where upstream's task runner reads it.
-        await updater.complete(updater.new_agent_message([new_text_part(response)]))
+        # The answer is also the final status message, where upstream's task runner reads
+        # it (with the tool call count as `usage`, as upstream's agents report it).
+        usage = new_data_part({"usage": {"tool_call_count": len(calls)}})
+        await updater.complete(updater.new_agent_message([new_text_part(response), usage]))
 
     async def _run(
         self, request: TurnRequest, turn_timeout: float | None
@@ -158,7 +181,7 @@ class AgentTurnExecutor(AgentExecutor):
                         )
                     )
                 except McpConnectError as exc:
-                    raise _TurnFailed(str(exc)) from None
+                    raise _TurnFailed(str(exc), "environment_unreachable", "infra_error") from None
             turn = request.turn(agent, tools)
             try:
                 if turn_timeout:
@@ -166,11 +189,13 @@ class AgentTurnExecutor(AgentExecutor):
                 else:
                     response = await agent.run_turn(turn)
             except AgentError as exc:
-                raise _TurnFailed(str(exc)) from None
+                raise _TurnFailed(str(exc), "agent_error") from None
             except TimeoutError:
-                raise _TurnFailed(f"the agent did not finish within {turn_timeout:g} s") from None
+                reason = f"the agent did not finish within {turn_timeout:g} s"
+                raise _TurnFailed(reason, "timeout") from None
             if not isinstance(response, str):
-                raise _TurnFailed(f"the agent answered {type(response).__name__}, not text")
+                reason = f"the agent answered {type(response).__name__}, not text"
+                raise _TurnFailed(reason, "bad_answer")
             calls = list(getattr(tools, "calls", []))
         return response, calls
 
