@@ -181,6 +181,9 @@ async def test_the_card_declares_the_extensions_and_where_to_send() -> None:
     ]
     # The 0.3 card fields, for clients that read only those.
     assert (raw["url"], raw["preferredTransport"]) == (server.url + "/a2a", "JSONRPC")
+    # every field upstream's card validator requires
+    required = ["name", "description", "url", "version", "capabilities", "skills"]
+    assert all(raw[f] for f in [*required, "defaultInputModes", "defaultOutputModes"])
     uris = [e.uri for e in card.capabilities.extensions]
     assert uris == [AGENT_CONFIG_URI, MCP_CONFIG_URI, PEER_AGENTS_URI, TRAJECTORY_URI]
     mcp = raw["capabilities"]["extensions"][1]
