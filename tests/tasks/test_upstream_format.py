@@ -373,3 +373,24 @@ def test_the_docs_list_every_upstream_field_we_do_not_act_on() -> None:
         for field, rule in STEPS.get(name).unhonoured.items()
     }
     assert documented == in_code
+
+
+def test_a_bad_task_document_lists_every_problem_when_loaded(tmp_path: Path) -> None:
+    from agentenv.tasks.bundle import TaskDocumentError
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([{"id": "a b", "type": "x"}, {"type": "y", "depends_on": "a"}]))
+    with pytest.raises(TaskDocumentError) as info:
+        Task.load(path)
+    assert str(info.value) == (
+        f"{path}: 3 problems:\n"
+        "  steps[0].id: String should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]*$'\n"
+        "  steps[1].id: Field required\n"
+        "  steps[1].depends_on: depends_on is a list of step ids (or of {task_step_id} "
+        "objects), not a single str: write ['a']"
+    )
+    assert [p.path for p in info.value.problems] == [
+        "steps[0].id",
+        "steps[1].id",
+        "steps[1].depends_on",
+    ]

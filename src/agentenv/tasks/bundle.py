@@ -27,6 +27,7 @@ from agentenv.env.environment import Environment
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import ENV_FILE_NAMES, read_document
 from agentenv.spec.task import SolutionTurn, TaskSpec
+from agentenv.tasks.checking import Problem, describe, document_problems
 from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import StepError
 
@@ -45,7 +46,17 @@ def load_task_spec(path: Path) -> TaskSpec:
     try:
         return TaskSpec.model_validate(data)
     except ValidationError as exc:
-        raise DocumentError.from_validation(exc, path) from None
+        raise TaskDocumentError(path, document_problems(exc, data)) from None
+
+
+class TaskDocumentError(DocumentError):
+    """A task document that is not a task: every problem, each with its path."""
+
+    def __init__(self, file: Path, problems: list[Problem]) -> None:
+        super().__init__(file, problems[0].path, problems[0].message)
+        self.problems = problems
+        if len(problems) > 1:
+            self.args = (f"{file}: {describe(problems)}",)
 
 
 _SOLUTION: TypeAdapter[dict[str, SolutionTurn]] = TypeAdapter(dict[str, SolutionTurn])

@@ -136,6 +136,14 @@ def _messages(exc: ValidationError, data: Any) -> list[tuple[tuple[Any, ...], st
     return out
 
 
+def document_problems(exc: ValidationError, data: Any) -> list[Problem]:
+    """Every problem of a task document that failed `TaskSpec` validation, located in it."""
+    return [
+        Problem(format_location(loc, strip_tags=False), message)
+        for loc, message in _messages(exc, data)
+    ]
+
+
 def check_task(
     task: TaskSpec, seed: dict[str, Any] | None = None, registry: Registry[type[Step]] = STEPS
 ) -> CheckedTask:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,9 +17,9 @@ from agentenv.tasks.checking import (
     CheckedTask,
     Problem,
     check_task,
+    document_problems,
     in_document_order,
     problem_at,
-    user_location,
 )
 from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import StepError
@@ -67,21 +66,8 @@ def _spec(path: Path, report: FileReport) -> TaskSpec | None:
     try:
         return TaskSpec.model_validate(data)
     except ValidationError as exc:
-        for error in exc.errors(include_url=False):
-            loc = user_location(tuple(error["loc"]), data)
-            message = error["msg"].removeprefix("Value error, ")
-            if error["type"] == "extra_forbidden":
-                message = "unknown field"
-            problem = Problem(_path(loc), message)
-            if problem not in report.problems:
-                report.problems.append(problem)
+        report.problems += document_problems(exc, data)
         return None
-
-
-def _path(loc: tuple[Any, ...]) -> str:
-    from agentenv.spec.errors import format_location
-
-    return format_location(loc, strip_tags=False)
 
 
 def bundle_problems(spec: TaskSpec, path: Path, bundle: Bundle | None) -> list[Problem]:
