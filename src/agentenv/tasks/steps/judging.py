@@ -18,10 +18,10 @@ from agentenv.tasks.context import TaskContext
 from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
 from agentenv.tasks.steps.verification import (
     VerifierParams,
-    _grading,
-    _threshold,
+    grading_error,
     prompt_record,
     prompt_records,
+    threshold_field,
 )
 
 # -- rubrics_verifier -------------------------------------------------------------------
@@ -49,7 +49,7 @@ class RubricsParams(VerifierParams):
         validation_alias=AliasChoices("include_trajectory", "use_trajectory"),
         description="Show the judge the tool calls.",
     )
-    threshold: float = _threshold()
+    threshold: float = threshold_field()
 
 
 @STEPS.add_builtin
@@ -102,7 +102,7 @@ class RubricsVerifier(Step):
                 threshold=p.threshold,
             )
         except VerifierError as exc:
-            raise _grading("rubrics_verifier", exc) from None
+            raise grading_error("rubrics_verifier", exc) from None
         score.details["prompt_id"] = p.prompt_id
         return score
 
@@ -125,7 +125,7 @@ class AggregateParams(VerifierParams):
         default=None, description="Ours: how scores combine (alias of score_aggregator)."
     )
     weights: dict[str, float] = Field(default_factory=dict)
-    threshold: float = _threshold()
+    threshold: float = threshold_field()
 
     @model_validator(mode="before")
     @classmethod

@@ -60,7 +60,8 @@ class VerifierParams(_Params):
         return data
 
 
-def _threshold() -> Any:
+def threshold_field() -> Any:
+    """The `threshold` field every verifier has: passed when the score reaches it."""
     return Field(default=1.0, ge=0, le=1, description="Passed when the score reaches this.")
 
 
@@ -111,7 +112,8 @@ def prompt_records(deployed: DeployedEnv, record: PromptRecord) -> list[Trajecto
     return records_between(during, session=record.prompt_id)
 
 
-def _grading(what: str, exc: VerifierError) -> StepError:
+def grading_error(what: str, exc: VerifierError) -> StepError:
+    """A grading error as the step's failure, saying what was graded."""
     return StepError(f"{what}: {exc}")
 
 
@@ -149,7 +151,7 @@ class EnvOutcomeParams(VerifierParams):
     checks: list[StateCheck] = Field(default_factory=list)
     gold_replay: GoldReplayParams | None = None
     trajectory: TrajectoryParams | None = None
-    threshold: float = _threshold()
+    threshold: float = threshold_field()
 
     @model_validator(mode="after")
     def _something(self) -> EnvOutcomeParams:
@@ -200,7 +202,7 @@ class EnvOutcomeVerifier(Step):
                 records = prompt_records(deployed, record)
                 parts["trajectory"] = check_trajectory(records, p.trajectory.checks)
         except VerifierError as exc:
-            raise _grading(f"env {deployed.env_id!r}", exc) from None
+            raise grading_error(f"env {deployed.env_id!r}", exc) from None
         value = sum(s.score for s in parts.values()) / len(parts)
         details: dict[str, Any] = {
             "env_id": deployed.env_id,
@@ -282,7 +284,7 @@ class ResponseParams(VerifierParams):
     checks: list[ResponseCheck] | None = Field(
         default=None, description="Ours: contains, not_contains, regex, json_field."
     )
-    threshold: float = _threshold()
+    threshold: float = threshold_field()
 
     @model_validator(mode="after")
     def _one_list(self) -> ResponseParams:
@@ -319,7 +321,7 @@ class AgentPromptResponseVerifier(Step):
             try:
                 score = check_response(record.response, p.checks or [], threshold=p.threshold)
             except VerifierError as exc:
-                raise _grading(f"prompt {p.prompt_id!r}", exc) from None
+                raise grading_error(f"prompt {p.prompt_id!r}", exc) from None
         score.details["prompt_id"] = p.prompt_id
         if record.error is not None:
             score.details["prompt_error"] = record.error
