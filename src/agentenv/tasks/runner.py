@@ -32,6 +32,7 @@ StepStatus = Literal["pending", "running", "succeeded", "failed", "timeout", "sk
 CLEANUP_TIMEOUT = 15.0
 log = logging.getLogger(__name__)
 _FAILED = ("failed", "timeout")
+_WARNED: set[tuple[str, str]] = set()
 
 
 class TaskError(ValueError):
@@ -103,7 +104,10 @@ def build_steps(
     if checked.problems:
         raise TaskError(describe(checked.problems), checked.problems)
     for warning in checked.warnings:
-        log.warning("task %s: %s", task.name, warning)
+        key = (task.name, str(warning))
+        if key not in _WARNED:  # once per process: rollouts build a task many times
+            _WARNED.add(key)
+            log.warning("task %s: %s", task.name, warning)
     return checked.steps
 
 
