@@ -36,6 +36,7 @@ from agentenv.gateway.errors import (
     UnknownInstance,
 )
 from agentenv.gateway.firing import Firer, NlSender, no_nl_sender
+from agentenv.gateway.forks import apply_fork, merge
 from agentenv.gateway.instance import Instance, SharedLock
 from agentenv.gateway.results import CallResult
 from agentenv.spec.environment import GatewayMode
@@ -43,7 +44,6 @@ from agentenv.spec.triggers import CheckStep
 from agentenv.spec.wire import CallError, ToolInfo
 from agentenv.state import Snapshot, State, StateError
 from agentenv.state._canonical import copy_json
-from agentenv.state.diff import diff
 
 _UNNAMED_ROLE = "\x00any other role"  # stands for every role no rule names
 
@@ -385,7 +385,7 @@ class Gateway(ControlPlane):
         except TimeoutError:
             call.abandon()  # its thread runs on; counted until it ends
             raise
-        _merge(ctx.state, fork)
+        merge(ctx.state, fork)
         ctx.spent += worker.spent
         return value
 
@@ -405,7 +405,7 @@ class Gateway(ControlPlane):
         if fork.changes != base.changes:
             if tool.kind == "read":
                 raise ToolError(f"read tool {tool.name!r} tried to change the state")
-            _apply_fork(ctx.state, base, fork, tool.name)
+            apply_fork(ctx.state, base, fork, tool.name)
         ctx.spent += worker.spent
         return value, text
 
@@ -454,47 +454,6 @@ def _argument_errors(tool: str, exc: ValidationError) -> str:
             msg = "missing required argument"
         parts.append(f"{loc}: {msg}")
     return f"invalid arguments for {tool!r}: " + "; ".join(parts)
-
-
-def _merge(state: State, fork: State) -> None:
-    """Apply a fork's changes to the state it came from (inside the caller's transaction)."""
-    for coll, change in diff(state, fork).collections.items():
-        for key in change.removed:
-            state.delete(coll, key)
-        for record in change.added.values():
-            state.put(coll, record)
-        for record_change in change.changed.values():
-            state.put(coll, record_change.after)
-
-
-def _apply_fork(state: State, base: Snapshot, fork: State, tool: str) -> None:
-    """Apply what a call wrote on its fork (since `base`) to the live state, all or none:
-    a record another call changed meanwhile is a conflict, and nothing is applied."""
-    changes = diff(base, fork).collections
-    for coll, change in changes.items():
-        for key, record in change.removed.items():
-            _unchanged(state, coll, key, record, tool)
-        for key in change.added:
-            _unchanged(state, coll, key, None, tool)
-        for key, record_change in change.changed.items():
-            _unchanged(state, coll, key, record_change.before, tool)
-    with state.transaction():
-        for coll, change in changes.items():
-            for key in change.removed:
-                state.delete(coll, key)
-            for record in change.added.values():
-                state.put(coll, record)
-            for record_change in change.changed.values():
-                state.put(coll, record_change.after)
-
-
-def _unchanged(state: State, coll: str, key: str, before: Any, tool: str) -> None:
-    now = state.get(coll, key) if coll in state.collections else None
-    if now != before:
-        raise ToolError(
-            f"{tool!r} wrote {coll}[{key}], which another call changed while it ran; "
-            "nothing was applied (call it again)"
-        )
 
 
 _POOL: ThreadPoolExecutor | None = None
