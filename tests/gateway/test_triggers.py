@@ -1385,3 +1385,28 @@ async def test_a_recurring_trigger_whose_until_has_passed_retires_unfired(gw: Ga
     await gw.advance_clock(SYSTEM, timedelta(hours=2))
     t = info(gw, "late")
     assert (t.status, t.fire_count, t.next_mark) == ("fired", 0, None)
+
+
+async def test_a_documents_triggers_leave_the_watch_roles_and_executor_to_the_task() -> None:
+    doc_trigger = {**on_create("doc"), "watch_roles": None}
+    env = Environment.from_spec(
+        parse_environment_spec(
+            desk_doc(
+                triggers={
+                    "watch_roles": ["agent"],
+                    "executor": {"a2a_url": "http://doc", "role": "supervisor"},
+                    "triggers": [doc_trigger],
+                }
+            )
+        )
+    )
+    gw = Gateway(env)
+    task_executor = {"a2a_url": "http://task", "role": "agent"}
+    await gw.register_triggers(
+        SYSTEM, reg(on_create("task"), watch_roles=["supervisor"], executor=task_executor)
+    )
+    config = gw.triggers_state().config
+    assert (config.watch_roles, config.executor_configured) == (["supervisor"], True)
+    assert gw.instance().triggers.executors[None].a2a_url == "http://task"
+    await create(gw, "t2", who=SUPERVISOR)
+    assert events(gw, "task")[-1] == "fired"

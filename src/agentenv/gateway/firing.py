@@ -136,7 +136,14 @@ class Firer:
                 for j, step in enumerate(action.verify or ()):
                     known(step.tool, f"actions[{i}].verify[{j}].tool", trigger.id)
         try:
-            return inst.triggers.register(registration, inst.clock.now(), inst.clock.start)
+            return inst.triggers.register(
+                registration,
+                inst.clock.now(),
+                inst.clock.start,
+                # The environment's own triggers (armed on each new instance) are the one
+                # registration that leaves the watch roles and executors open to a task's.
+                document=registration is self.gateway.env.triggers,
+            )
         except TriggerError as exc:
             raise GatewayError(str(exc)) from None
 

@@ -185,9 +185,10 @@ def merge_executors(
     current: dict[str | None, Executor],
     registration: TriggerRegistration,
     watch: list[str] | None,
+    fixed: set[str | None],
 ) -> dict[str | None, Executor]:
     """The executors once a registration is in: those before and its own (the unnamed one
-    under None), each set once; an executor whose role is watched is refused."""
+    under None); one of the `fixed` names may not change, and a watched role is refused."""
     incoming: dict[str | None, Executor] = dict(registration.executors)
     if registration.executor is not None:
         incoming[None] = registration.executor
@@ -199,7 +200,7 @@ def merge_executors(
                 f"{label}.role {executor.role!r} is in watch_roles {watch}: the executor's "
                 "own calls would provoke triggers"
             )
-        if name in merged and merged[name] != executor:
+        if name in fixed and merged[name] != executor:
             raise TriggerError(
                 f"{label} conflicts with the registered one; clear the triggers to change it"
             )
@@ -213,3 +214,18 @@ def until_of(when: TimeWhen, clock_start: datetime | None) -> datetime | None:
     if isinstance(until, timedelta):
         return add(clock_start, until) if clock_start is not None else None
     return until
+
+
+def resolve_watch(
+    given: list[str] | None, current: list[str] | None, is_set: bool
+) -> list[str] | None:
+    """The watch roles once a registration is in: set once, by the first that gives them."""
+    if given is None:
+        return current
+    if is_set and sorted(set(given)) != sorted(set(current or [])):
+        was = "every role" if current is None else sorted(current)
+        raise TriggerError(
+            f"watch_roles {sorted(set(given))} conflicts with the registered {was}; "
+            "clear the triggers to change it"
+        )
+    return sorted(set(given))

@@ -28,6 +28,7 @@ from agentenv.gateway.trigger_model import (
     info,
     merge_executors,
     next_due,
+    resolve_watch,
     settled,
     spec_key,
     until_of,
@@ -80,8 +81,7 @@ SUPPORTED_TRIGGER_FEATURES: tuple[str, ...] = (
     "unless",
     "executor_hours_time_zone",
 )
-"""The triggers/v1 features (upstream's names) this engine honours; the card declares them.
-`website` is not among them: it needs website environments, which we do not have."""
+"""The triggers/v1 features (upstream's names) we honour, for the card; never `website`."""
 MAX_CATCH_UP = 1000  # occurrences of one `every` trigger fired by a single clock jump
 
 
@@ -98,6 +98,7 @@ class TriggerEngine:
         self._timed = False  # any time trigger registered; lets `due` skip its scan
         self._watch_roles: list[str] | None = None
         self._watch_set = False
+        self._fixed: set[str | None] = set()  # executor names set for good
         self.executors: dict[str | None, Executor] = {}  # the unnamed one under None
 
     # -- registration ---------------------------------------------------------------------
@@ -107,12 +108,18 @@ class TriggerEngine:
         registration: TriggerRegistration,
         now: datetime | None,
         clock_start: datetime | None,
+        *,
+        document: bool = False,
     ) -> RegisterResult:
-        """Add triggers by id: an identical re-add changes nothing, a different spec under a
-        registered id is refused, as is a change of watch roles or of an executor. All or
-        nothing."""
-        watch = self._resolve_watch(registration)
-        executors = merge_executors(self.executors, registration, watch)
+        """Add triggers by id, all or nothing: the same spec again changes nothing; another
+        spec under a registered id, or other watch roles or executors, is refused (but a
+        `document` registration, the environment's own, fixes neither for good)."""
+        if document:
+            given = registration.watch_roles
+            watch = sorted(set(given)) if given is not None else None
+        else:
+            watch = resolve_watch(registration.watch_roles, self._watch_roles, self._watch_set)
+        executors = merge_executors(self.executors, registration, watch, self._fixed)
         added: list[str] = []
         armed: list[ArmedTrigger] = []
         for spec in registration.triggers:
@@ -142,26 +149,18 @@ class TriggerEngine:
                 trigger.rng = random.Random(seed)
                 trigger.next_due = first_due(when, now, clock_start, trigger.rng)
             armed.append(trigger)
-        self._watch_roles = watch
-        self._watch_set = self._watch_set or registration.watch_roles is not None
+        if not document:
+            self._watch_roles = watch
+            self._watch_set = self._watch_set or registration.watch_roles is not None
+            self._fixed |= set(registration.executors)
+            if registration.executor is not None:
+                self._fixed.add(None)
         self.executors = executors
         for trigger in armed:
             self._triggers[trigger.id] = trigger
             self.log(trigger.id, "added", now)
         self._reindex()
         return RegisterResult(added=added, all=list(self._triggers))
-
-    def _resolve_watch(self, registration: TriggerRegistration) -> list[str] | None:
-        given = registration.watch_roles
-        if given is None:
-            return self._watch_roles
-        if self._watch_set and sorted(set(given)) != sorted(set(self._watch_roles or [])):
-            was = "every role" if self._watch_roles is None else sorted(self._watch_roles)
-            raise TriggerError(
-                f"watch_roles {sorted(set(given))} conflicts with the registered {was}; "
-                "clear the triggers to change it"
-            )
-        return sorted(set(given))
 
     def remove(self, ids: list[str], now: datetime | None) -> list[str]:
         """Remove triggers by id (unknown ids are ignored); returns those removed."""
@@ -180,6 +179,7 @@ class TriggerEngine:
         self._queue.clear()
         self._events.clear()
         self._watch_roles, self._watch_set = None, False
+        self._fixed = set()
         self.executors = {}
         self._reindex()
 
