@@ -694,6 +694,8 @@ async def test_remove_and_clear_triggers(client: httpx.AsyncClient) -> None:
     ] == ["a", "c"]
     r = await client.post("/triggers/remove", json={"ids": ["a", "nope"]})
     assert r.json() == {"ok": True, "removed": ["a"]}
+    r = await client.post("/triggers/remove", json={"ids": []})
+    assert r.json() == {"ok": True, "removed": []}
 
     r = await client.post("/triggers/clear")
     assert (r.status_code, r.json()) == (200, {"ok": True})
@@ -703,8 +705,8 @@ async def test_remove_and_clear_triggers(client: httpx.AsyncClient) -> None:
 
 @pytest.mark.parametrize(
     ("body", "status", "names"),
-    [({"ids": []}, 400, "ids"), ({}, 400, "ids"), ({"ids": "a"}, 400, "ids")],
-    ids=["empty", "missing", "not-a-list"],
+    [({"ids": [""]}, 400, "ids"), ({}, 400, "ids"), ({"ids": "a"}, 400, "ids")],
+    ids=["empty-id", "missing", "not-a-list"],
 )
 async def test_a_bad_remove_removes_nothing(
     client: httpx.AsyncClient, body: dict[str, Any], status: int, names: str

@@ -191,9 +191,9 @@ class ToolAccessBody(_Wire):
 
 
 class RemoveTriggersBody(_Wire):
-    """Body of `POST /triggers/remove`."""
+    """Body of `POST /triggers/remove`: non-empty ids (an empty list removes nothing)."""
 
-    ids: list[str] = Field(min_length=1)
+    ids: list[Annotated[str, Field(min_length=1)]]
 
 
 class ErrorFields(BaseModel):
