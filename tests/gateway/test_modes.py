@@ -196,6 +196,9 @@ async def test_overlapping_writes_to_different_records_all_land() -> None:
     assert state.get("notes", "nb") == {"id": "nb", "text": "b"}
     assert state.changes == before + 2
     assert gw.instance().trajectory[-1].state_hash == state.hash()
+    # Each call's write window (what GET /changes attributes to it) holds its own write only.
+    windows = [(r.changelog_id_before, r.changelog_id) for r in gw.instance().trajectory]
+    assert windows == [(before, before + 1), (before + 1, before + 2)]
 
 
 async def test_overlapping_writes_to_one_record_the_first_to_finish_wins() -> None:
@@ -212,6 +215,7 @@ async def test_overlapping_writes_to_one_record_the_first_to_finish_wins() -> No
     assert gw.instance().state.get("notes", "n0") == {"id": "n0", "text": won.value}
     first, second = gw.instance().trajectory
     assert (first.error, second.error is not None) == (None, True)  # in the order they ended
+    assert second.changelog_id_before == second.changelog_id  # nothing of it landed
 
 
 async def test_a_call_sees_the_state_as_it_was_when_it_started() -> None:

@@ -296,7 +296,8 @@ class Gateway(ControlPlane):
             before = state.changes
             try:
                 if isolated and (tool.is_async or tool.blocking):
-                    value, text = await self._invoke_isolated(tool, ctx, values)
+                    # Its writes land at its end, in one step: that is its write window.
+                    value, text, before = await self._invoke_isolated(tool, ctx, values)
                 else:
                     with state.transaction():
                         value = await self._invoke(tool, ctx, values)
@@ -313,6 +314,8 @@ class Gateway(ControlPlane):
                 problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
             except (Exception, SystemExit) as exc:  # a tool's own bug: a tool error for the caller
                 problem = _Problem("tool_error", f"{type(exc).__name__}: {exc}")
+            if problem is not None and isolated:
+                before = state.changes  # nothing of it landed; others may have written meanwhile
         if ran and kind == "call" and tool is not None:
             if inst.clock.mode == "stepped":
                 declared = tool.duration
@@ -391,10 +394,11 @@ class Gateway(ControlPlane):
 
     async def _invoke_isolated(
         self, tool: Tool, ctx: ToolContext, values: dict[str, Any]
-    ) -> tuple[Any, str]:
+    ) -> tuple[Any, str, int]:
         """Run a tool that awaits on its own fork, while other calls run; then apply its
         writes to the instance in one step, unless another call wrote the same records
-        since the fork was taken (then nothing is applied and the call fails)."""
+        since the fork was taken (then nothing is applied and the call fails). Returns the
+        value, its text and the instance's changelog id just before the writes landed."""
         fork = ctx.state.fork()
         assert isinstance(fork, State)
         base = fork.snapshot()
@@ -402,12 +406,13 @@ class Gateway(ControlPlane):
         with fork.transaction():
             value = await self._invoke(tool, worker, values)
             text = _text(value)
+        landed_at = ctx.state.changes
         if fork.changes != base.changes:
             if tool.kind == "read":
                 raise ToolError(f"read tool {tool.name!r} tried to change the state")
             apply_fork(ctx.state, base, fork, tool.name)
         ctx.spent += worker.spent
-        return value, text
+        return value, text, landed_at
 
     def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:
         """Run a read-only check step (trigger checks, verify); no writes, no record."""
