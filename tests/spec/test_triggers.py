@@ -346,3 +346,16 @@ def test_a_bad_trigger_in_a_document_is_located(triggers, path: str, message: st
     assert err.path == path
     assert err.problem.startswith(message)
     assert str(err).startswith(f"envs/x/env.yaml: {path}: {message}")
+
+
+def test_a_registration_may_send_null_for_what_it_leaves_out() -> None:
+    reg = TriggerRegistration.model_validate(
+        {"watch_roles": None, "executor": None, "executors": None, "triggers": []}
+    )
+    assert (reg.watch_roles, reg.executor, reg.executors) == (None, None, {})
+    t = _trigger(
+        when={"type": "time", "at": "PT1H", "unless": None},
+        barrier=None,
+        actions=[{"type": "tool", "tool": "x", "delay": None, "as": None, "verify": None}],
+    )
+    assert t.when.offset == timedelta(hours=1) and t.barrier is None

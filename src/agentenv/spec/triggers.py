@@ -411,6 +411,10 @@ class TriggerRegistration(_Doc):
     )
     triggers: list[TriggerSpec] = Field(default_factory=list)
 
+    _no_executors = field_validator("executors", mode="before")(
+        lambda cls, v: {} if v is None else v  # the protocol's clients may send null
+    )
+
     @model_validator(mode="after")
     def _unique_ids(self) -> TriggerRegistration:
         seen: set[str] = set()
