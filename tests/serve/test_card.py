@@ -318,6 +318,7 @@ async def test_a_childs_card_is_served_under_its_prefix(composed: httpx.AsyncCli
     r = await composed.get("/svc/nobody" + CARD_PATH)
     assert r.status_code == 404
     assert r.json()["error"]["code"] == "not_found"
+    assert r.json()["error"]["hint"] == "children: mail, inv"
 
 
 async def test_a_childs_data_plane_sees_only_its_collections(composed: httpx.AsyncClient) -> None:

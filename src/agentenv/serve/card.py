@@ -175,6 +175,20 @@ def child_key(namespace: str) -> str:
     return namespace.removesuffix(SEPARATOR)
 
 
+def child_keys(env: Environment) -> list[str]:
+    """The `/svc/<key>` of every composed child, to any depth, parents first."""
+    keys: list[str] = []
+
+    def walk(node: Environment, namespace: str) -> None:
+        for alias, child in node.children:
+            inner = f"{namespace}{alias}{SEPARATOR}"
+            keys.append(child_key(inner))
+            walk(child, inner)
+
+    walk(env, "")
+    return keys
+
+
 def find_child_namespace(env: Environment, key: str) -> str | None:
     """The namespace of the composed child that `/svc/<key>` names, to any depth; None if
     none. `mcp-<key>` names the same child (upstream's gateway keys MCP services so), and

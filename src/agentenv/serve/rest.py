@@ -38,7 +38,12 @@ from agentenv.serve._http import (
     read_json,
     read_model,
 )
-from agentenv.serve.card import build_card, build_child_card, find_child_namespace
+from agentenv.serve.card import (
+    build_card,
+    build_child_card,
+    child_keys,
+    find_child_namespace,
+)
 from agentenv.serve.history import history_router
 from agentenv.spec.card import Interface
 from agentenv.spec.triggers import TriggerRegistration
@@ -250,7 +255,9 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         key = request.path_params["svc_key"]
         namespace = find_child_namespace(gateway.env, key)
         if namespace is None:
-            raise HttpError(404, "not_found", f"no composed child {key!r} under /svc")
+            keys = child_keys(gateway.env)
+            hint = f"children: {', '.join(keys)}" if keys else "this environment composes none"
+            raise HttpError(404, "not_found", f"no composed child {key!r} under /svc", hint=hint)
         return namespace
 
     @router.get("/svc/{svc_key}" + CARD_PATH, summary="A composed child's card")
