@@ -12,12 +12,8 @@ import pytest
 from agentenv import SYSTEM, Environment, Gateway, Principal
 from agentenv.gateway import GatewayError
 from agentenv.gateway.firing import NlInstruction
-from agentenv.gateway.triggers import (
-    SUPPORTED_TRIGGER_FEATURES,
-    TemplateError,
-    check_value,
-    render,
-)
+from agentenv.gateway.trigger_rules import TemplateError, check_value, render
+from agentenv.gateway.triggers import SUPPORTED_TRIGGER_FEATURES
 from agentenv.spec import Predicate, TriggerRegistration, parse_environment_spec
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -1410,3 +1406,21 @@ async def test_a_documents_triggers_leave_the_watch_roles_and_executor_to_the_ta
     assert gw.instance().triggers.executors[None].a2a_url == "http://task"
     await create(gw, "t2", who=SUPERVISOR)
     assert events(gw, "task")[-1] == "fired"
+
+
+async def test_a_repeat_trigger_detected_while_it_fires_takes_its_turn_after(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    later = {**note_action("later-${args.id}"), "delay": "PT10M"}
+    await gw.register_triggers(SYSTEM, reg(on_create(repeat=True, actions=[later])))
+    await create(gw, "t2")  # its firing waits out the delay
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    await create(gw, "t3")  # detected mid-firing: queued behind it
+    t = info(gw, "escalate")
+    assert (t.status, t.pending) == ("queued", 1)
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    # The first firing ends, then the queued one starts; its delay counts from its own call.
+    assert notes(gw) == ["later-t2"]
+    assert (info(gw, "escalate").status, info(gw, "escalate").pending) == ("firing", 0)
+    await gw.advance_clock(SYSTEM, timedelta(minutes=5))
+    assert sorted(notes(gw)) == ["later-t2", "later-t3"]
+    assert (info(gw, "escalate").status, info(gw, "escalate").fire_count) == ("armed", 2)

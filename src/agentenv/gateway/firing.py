@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentenv.env.tool import SYSTEM, Principal
+from agentenv.gateway.trigger_model import Firing, TriggerError
 from agentenv.gateway.trigger_rules import (
     MISSING,
     TemplateError,
@@ -28,7 +29,6 @@ from agentenv.gateway.trigger_rules import (
     render,
 )
 from agentenv.gateway.trigger_state import RegisterResult
-from agentenv.gateway.triggers import Firing, TriggerError
 from agentenv.spec.triggers import (
     CheckStep,
     Executor,
@@ -220,8 +220,7 @@ class Firer:
         try:
             await asyncio.wait_for(self._run_actions(inst, firing, scope, now), timeout)
         except _Deferred:
-            deferred = True
-            engine.deferred(firing)
+            deferred = True  # the trigger stays firing, waiting to go on
         except _ActionFailed as exc:
             error = str(exc)
         except TimeoutError:
@@ -234,6 +233,8 @@ class Firer:
             # Whatever happened (but a put-off), the trigger leaves `firing`, recorded.
             if not deferred:
                 self._finished(inst, firing, error, now)
+        if not deferred and (held := engine.take_held(trigger)) is not None:
+            await self.fire(inst, held)
 
     def _finished(
         self, inst: Instance, firing: Firing, error: str | None, now: datetime | None

@@ -20,6 +20,7 @@ from agentenv.spec.triggers import (
     TriggerRegistration,
     TriggerSpec,
 )
+from agentenv.state._canonical import digest
 
 _WHEN_SUMMARY = ("type", "tool", "roles", "repeat", "at", "after", "offset", "every", "count")
 _WHEN_SUMMARY += ("until", "seed", "delay")
@@ -49,6 +50,8 @@ class ArmedTrigger:
     fired_at: str | None = None
     last_failure_at: str | None = None
     waiting: bool = False
+    running: bool = False  # a firing has started and not yet ended (it may be waiting)
+    held: list[Firing] = field(default_factory=list)  # detections waiting for their turn
     error: str | None = None
     rng: random.Random | None = None
     delay_rngs: dict[int, random.Random] = field(default_factory=dict)
@@ -134,7 +137,8 @@ def info(trigger: ArmedTrigger, queue: list[tuple[datetime, int, Firing]]) -> Tr
         failure_count=trigger.failure_count,
         last_failure_at=trigger.last_failure_at,
         barrier=spec.barrier.model_dump(mode="json") if spec.barrier else None,
-        pending=sum(1 for q in queue if q[2].trigger is trigger and q[2].start == 0),
+        pending=len(trigger.held)
+        + sum(1 for _, _, f in queue if f.trigger is trigger and not (f.start or f.waited)),
         waiting=trigger.waiting,
         next_mark=iso(trigger.next_due),
         description=spec.description,
@@ -229,3 +233,9 @@ def resolve_watch(
             "clear the triggers to change it"
         )
     return sorted(set(given))
+
+
+def time_rng(trigger_id: str, when: TimeWhen) -> random.Random:
+    """A time trigger's generator of random intervals; with no `seed`, one derived from
+    the id, so a run stays reproducible."""
+    return random.Random(when.seed if when.seed is not None else digest("trigger", trigger_id))

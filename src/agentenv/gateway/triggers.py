@@ -31,15 +31,13 @@ from agentenv.gateway.trigger_model import (
     resolve_watch,
     settled,
     spec_key,
+    time_rng,
     until_of,
     wall,
 )
 from agentenv.gateway.trigger_rules import (
-    TemplateError,
     add,
-    check_value,
     matches,
-    render,
 )
 from agentenv.gateway.trigger_state import (
     EventKind,
@@ -59,19 +57,6 @@ from agentenv.spec.triggers import (
     TimeWhen,
     TriggerRegistration,
 )
-from agentenv.state._canonical import digest
-
-__all__ = [
-    "MAX_CATCH_UP",
-    "SUPPORTED_TRIGGER_FEATURES",
-    "ArmedTrigger",
-    "Firing",
-    "TemplateError",
-    "TriggerEngine",
-    "TriggerError",
-    "check_value",
-    "render",
-]
 
 SUPPORTED_TRIGGER_FEATURES: tuple[str, ...] = (
     "named_executors",
@@ -144,9 +129,7 @@ class TriggerEngine:
             if isinstance(when, ActionWhen | StateWhen) and when.delay and now is None:
                 raise TriggerError(f"trigger {spec.id!r}: 'delay' needs an armed clock")
             if isinstance(when, TimeWhen):
-                # No seed given: one derived from the id, so a run stays reproducible.
-                seed = when.seed if when.seed is not None else digest("trigger", spec.id)
-                trigger.rng = random.Random(seed)
+                trigger.rng = time_rng(spec.id, when)
                 trigger.next_due = first_due(when, now, clock_start, trigger.rng)
             armed.append(trigger)
         if not document:
@@ -248,8 +231,20 @@ class TriggerEngine:
                 continue
             if matches(when.where, scope):
                 self._detected(trigger, now, f"{tool} matched", role, tool)
-                out += self._schedule(Firing(trigger, now, args, result), when.delay, now)
+                firing = Firing(trigger, now, args, result)
+                if trigger.running and when.delay is None:
+                    # One of its firings runs (or waits): this one takes its turn after.
+                    trigger.held.append(firing)
+                    trigger.status = "queued"
+                    continue
+                out += self._schedule(firing, when.delay, now)
         return out
+
+    def take_held(self, trigger: ArmedTrigger) -> Firing | None:
+        """The next firing that waited for the trigger's last one to end, if any."""
+        if trigger.held and self._triggers.get(trigger.id) is trigger:
+            return trigger.held.pop(0)
+        return None
 
     def _cancel_answered(
         self, role: str, tool: str, scope: dict[str, Any], now: datetime | None
@@ -380,16 +375,14 @@ class TriggerEngine:
         return [item[2] for item in out]
 
     def rearmed(self, now: datetime | None, clock_start: datetime | None) -> None:
-        """The clock was set again: relative time triggers count from its new start, as
-        the protocol re-anchors them; a mark (and any backlog) of the old timeline is dropped.
-        A trigger anchored `after` another keeps the instant its anchor gave it."""
+        """The clock was set again: relative time triggers count from its new start (as the
+        protocol re-anchors them; a backlog of the old timeline is dropped), but those
+        anchored `after` another trigger."""
         for trigger in self._triggers.values():
             when = trigger.spec.when
             if not isinstance(when, TimeWhen) or trigger.status != "armed" or when.anchor:
                 continue
-            old = trigger.next_due
-            seed = when.seed if when.seed is not None else digest("trigger", trigger.id)
-            trigger.rng = random.Random(seed)
+            old, trigger.rng = trigger.next_due, time_rng(trigger.spec.id, when)
             trigger.next_due = first_due(when, now, clock_start, trigger.rng)
             if old is not None and old != trigger.next_due:
                 self.log(trigger.id, "reanchored", now, dropped_mark=iso(old))
@@ -403,18 +396,16 @@ class TriggerEngine:
                 self._detected(trigger, firing.at, f"due at {iso(firing.at)}")
         trigger.status = "firing"
         trigger.waiting = False
-
-    def deferred(self, firing: Firing) -> None:
-        """A firing that put its remaining actions off: it stays `firing`, waiting."""
-        firing.trigger.status = "firing"
+        trigger.running = True
 
     def finished(self, firing: Firing, error: str | None, now: datetime | None) -> None:
         """Record how a firing ended and set the trigger's next status."""
         trigger = firing.trigger
+        trigger.running = False
         when = trigger.spec.when
         repeats = isinstance(when, ActionWhen | StateWhen) and when.repeat
         mine = [q[2] for q in self._queue if q[2].trigger is trigger]
-        pending = any(f.start == 0 and not f.waited for f in mine)
+        pending = bool(trigger.held) or any(f.start == 0 and not f.waited for f in mine)
         if any(f.start or f.waited for f in mine):  # another firing waits to go on
             trigger.waiting = True
         if error is not None:
