@@ -171,6 +171,7 @@ class EnvOutcomeVerifier(Step):
     type_name = "env_outcome_verifier"
     Params = EnvOutcomeParams
     is_verifier = True
+    default_timeout = 300.0  # a verifier script that hangs must not hold the run forever
     unhonoured = {
         "file_artifact_version": Unhonoured(
             "artifacts are not versioned here; the bundle's current file runs"
