@@ -403,3 +403,15 @@ async def test_the_clock_state_has_t0_and_an_unarmed_one_says_only_so(gw: Gatewa
         "virtual_time": "2026-03-02T09:05:00Z",
         "mode": "stepped",
     }
+
+
+async def test_behind_another_gateway_get_time_is_left_to_it(
+    bank_env: Environment, agent: Principal
+) -> None:
+    gw = Gateway(bank_env, behind_gateway=True)
+    await gw.set_clock(SYSTEM, T0)
+    assert "get_time" not in [t.name for t in gw.list_tools(agent)]
+    assert "get_time" not in gw.status().tools
+    assert (await gw.call(agent, "get_time", {})).error.kind == "unknown_tool"
+    out = await gw.call(agent, "list_accounts", {})
+    assert gw.instance().trajectory[out.seq].virtual_time == T0  # the clock still stamps

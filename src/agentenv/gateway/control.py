@@ -77,6 +77,11 @@ class ControlPlane:
         if not principal.admin:
             raise Forbidden(f"{principal} may not use the control plane")
 
+    def _offers_get_time(self, inst: Instance) -> bool:
+        # Behind another gateway, `get_time` is that gateway's to serve: upstream's refuses
+        # to arm its clock over a backing server's. Our clock still stamps every call.
+        return inst.clock.armed and not getattr(self, "behind_gateway", False)
+
     def clock_time(self, instance: str = DEFAULT_INSTANCE) -> datetime:
         """The virtual time of an instance; ClockError if its clock is not armed."""
         now = self.instance(instance).clock.now()
@@ -206,7 +211,7 @@ class ControlPlane:
     def status(self, instance: str = DEFAULT_INSTANCE) -> GatewayStatus:
         """Servers, tools, changelog id and role rules of an instance."""
         inst = self.instance(instance)
-        tools = sorted(self.env.tools) + ([GET_TIME.name] if inst.clock.armed else [])
+        tools = sorted(self.env.tools) + ([GET_TIME.name] if self._offers_get_time(inst) else [])
         committed = inst.state.committed()  # not a call's writes still in flight
         rules = inst.access.rules()
         servers = _servers(self.env)
@@ -214,7 +219,7 @@ class ControlPlane:
             McpServerInfo(name=s["name"], tools=[_step_tool(self.env.tools[t]) for t in s["tools"]])
             for s in servers
         ]
-        if inst.clock.armed and GET_TIME.name not in self.env.tools:
+        if self._offers_get_time(inst) and GET_TIME.name not in self.env.tools:
             # Served by the gateway itself, listed as upstream's gateway lists its own tools.
             mcp_servers.append(McpServerInfo(name="gateway", tools=[_step_tool(GET_TIME)]))
         return GatewayStatus(

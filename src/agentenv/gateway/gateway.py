@@ -153,7 +153,7 @@ class Gateway(ControlPlane):
 
     def _tool(self, inst: Instance, name: str) -> Tool | None:
         found = self.env.tools.get(name)
-        if found is None and name == GET_TIME.name and inst.clock.armed:
+        if found is None and name == GET_TIME.name and self._offers_get_time(inst):
             return GET_TIME
         return found
 
@@ -162,7 +162,7 @@ class Gateway(ControlPlane):
         inst = self.instance(instance)
         principal = self.resolve(principal)
         tools = list(self.env.tools.values())
-        if inst.clock.armed and GET_TIME.name not in self.env.tools:
+        if self._offers_get_time(inst) and GET_TIME.name not in self.env.tools:
             tools.append(GET_TIME)
         if self.behind_gateway:
             # The gateway in front decides who sees what: list what any role may call.
