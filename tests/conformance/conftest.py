@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ REPO_ROOT = HERE.parents[1]
 DRIVERS = HERE / "drivers"
 EXAMPLES = REPO_ROOT / "examples" / "envs"
 CARD_PATH = "/.well-known/agent-env.json"
-STARTUP_DEADLINE_S = 60.0
+STARTUP_DEADLINE_S = 240.0
 """How long a process may take to answer its card before the fixture gives up (not a test)."""
 
 _spec = importlib.util.spec_from_file_location(
@@ -81,8 +82,17 @@ def _wait_for_card(process: subprocess.Popen[bytes], base: str, log: Path, what:
     )
 
 
-@contextlib.contextmanager
-def _process(
+@dataclass
+class _Launched:
+    """A process started and not yet known to answer."""
+
+    process: subprocess.Popen[bytes]
+    base: str
+    log: Path
+    what: str
+
+
+def _launch(
     command: list[str],
     *,
     base: str,
@@ -90,36 +100,88 @@ def _process(
     what: str,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
-) -> Iterator[str]:
+) -> _Launched:
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    return _Launched(process, base, log, what)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
     try:
-        _wait_for_card(process, base, log, what)
-        yield base
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextlib.contextmanager
+def _running(launched: _Launched) -> Iterator[str]:
+    """Wait until the process answers its card, yield its base URL, stop it after."""
+    try:
+        _wait_for_card(launched.process, launched.base, launched.log, launched.what)
+        yield launched.base
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(launched.process)
+
+
+SUPPORT_DESK = (str(EXAMPLES / "support-desk"),)
+READONLY = ("readonly", *SUPPORT_DESK)
+SERVERS_BY_MODULE: dict[str, list[tuple[str, ...]]] = {
+    "test_client.py": [SUPPORT_DESK],
+    "test_tool_client.py": [READONLY],
+    "test_preflight.py": [READONLY],
+    "test_gateway.py": [SUPPORT_DESK],
+    "test_trigger_features.py": [SUPPORT_DESK],
+    "test_hidden_tools.py": [(str(HERE / "envs" / "vault"),)] * 2,
+    "test_composed.py": [(str(HERE / "envs" / "duo"),)],
+    "test_modes.py": [(*SUPPORT_DESK, "--mode", "performance", "--strict-roles")],
+}
+"""The servers each module asks `serve_env` for, started all at once when the first is asked
+for: each is a cold start of our CLI, and they overlap instead of queueing."""
+_wanted: list[tuple[str, ...]] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Note the servers the selected conformance modules will ask for."""
+    modules = {
+        Path(str(item.fspath)).name for item in items if Path(str(item.fspath)).parent == HERE
+    }
+    wanted = [key for module in sorted(modules) for key in SERVERS_BY_MODULE.get(module, [])]
+    _wanted[:] = [key for key in wanted if key != READONLY] + (
+        [READONLY] if READONLY in wanted else []
+    )
 
 
 @pytest.fixture(scope="session")
 def serve_env(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Callable[..., contextlib.AbstractContextManager[str]]:
-    """Start `agent-env serve PATH` on a free port; the context manager yields its base URL."""
+) -> Iterator[Callable[..., contextlib.AbstractContextManager[str]]]:
+    """Start `agent-env serve PATH ARGS...` on a free port; the context manager yields its base URL."""
 
-    def start(path: Path, *args: str) -> contextlib.AbstractContextManager[str]:
+    def launch(path: str, *args: str) -> _Launched:
         port = free_port()
         log = tmp_path_factory.mktemp("serve") / "serve.log"
-        command = [*agent_env_command(), "serve", str(path), "--port", str(port), *args]
-        return _process(
-            command, base=f"http://127.0.0.1:{port}", log=log, what=f"agent-env serve {path.name}"
+        command = [*agent_env_command(), "serve", path, "--port", str(port), *args]
+        return _launch(
+            command, base=f"http://127.0.0.1:{port}", log=log, what=f"agent-env serve {path}"
         )
 
-    return start
+    pool: dict[tuple[str, ...], list[_Launched]] = {}
+    for key in _wanted:
+        pool.setdefault(key, []).append(launch(*(key[1:] if key == READONLY else key)))
+
+    def start(
+        path: Path | str, *args: str, key: tuple[str, ...] | None = None
+    ) -> contextlib.AbstractContextManager[str]:
+        key = key or (str(path), *args)
+        waiting = pool.get(key) or []
+        return _running(waiting.pop(0) if waiting else launch(str(path), *args))
+
+    yield start
+    for waiting in pool.values():
+        for launched in waiting:
+            _stop(launched.process)
 
 
 @pytest.fixture(scope="session")
@@ -127,7 +189,7 @@ def readonly_desk(
     serve_env: Callable[..., contextlib.AbstractContextManager[str]],
 ) -> Iterator[str]:
     """One support-desk server shared by the modules whose drivers only read (tool client, preflight)."""
-    with serve_env(EXAMPLES / "support-desk") as base:
+    with serve_env(EXAMPLES / "support-desk", key=READONLY) as base:
         yield base
 
 
@@ -155,13 +217,15 @@ def upstream_gateway(
             "GATEWAY_INTERNAL_SERVER_TIMEOUT_S": "30",
         }
         command = [str(upstream.python), "-m", "gateway.entrypoint"]
-        return _process(
-            command,
-            base=f"http://127.0.0.1:{port}",
-            log=folder / "gateway.log",
-            what="upstream gateway",
-            env=env,
-            cwd=folder,
+        return _running(
+            _launch(
+                command,
+                base=f"http://127.0.0.1:{port}",
+                log=folder / "gateway.log",
+                what="upstream gateway",
+                env=env,
+                cwd=folder,
+            )
         )
 
     return start
