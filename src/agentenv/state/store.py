@@ -12,6 +12,9 @@ Design notes
   restores records, digests and the change counter exactly.
 * Records are stored as private JSON copies (parsed back from their canonical form) and
   handed out as copies, so no caller can change the state behind its back.
+* A state may keep a changelog (`keep_changelog`, see `changelog.py`): a row per write
+  when it commits, made from the undo log when the outermost transaction ends, so a
+  rolled-back write never becomes a row. Only a gateway instance's state keeps one.
 """
 
 from __future__ import annotations
