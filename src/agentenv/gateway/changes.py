@@ -4,10 +4,10 @@
 The rows come from the instance state's changelog (`state.changelog`: committed writes
 only, the newest `DEFAULT_CAP` kept). The actors come from the trajectory: every call
 record whose tool ran carries its write window, `(changelog_id_before, changelog_id]`,
-and a row's actors are the records whose window holds its id. Calls on an instance are
-serialised in the consistent mode, so a row has exactly one actor there; in the
-performance mode, overlapping calls may both claim a row. A row no call wrote (the data
-plane, a restore's state) has no actor.
+and a row's actors are the records whose window holds its id. Windows do not overlap
+(calls are serialised in the consistent mode; in the performance mode a call's window is
+the one step its writes landed in), so a row has one actor; the join would list several
+if they did, as upstream's does. A row no call wrote (the data plane) has no actor.
 
 Nothing here runs on the call path: the gateway only stores the window's first id in the
 record it writes anyway. Windows are read backwards from the newest record until they
