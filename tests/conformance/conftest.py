@@ -136,6 +136,9 @@ SERVERS_BY_MODULE: dict[str, list[tuple[str, ...]]] = {
     "test_hidden_tools.py": [(str(HERE / "envs" / "vault"),)] * 2,
     "test_composed.py": [(str(HERE / "envs" / "duo"),)],
     "test_modes.py": [(*SUPPORT_DESK, "--mode", "performance", "--strict-roles")],
+    "test_tokens.py": [
+        (*SUPPORT_DESK, "--token", "agent=agent-secret", "--token", "admin=admin-secret")
+    ],
 }
 """The servers each module asks `serve_env` for, started all at once when the first is asked
 for: each is a cold start of our CLI, and they overlap instead of queueing."""
