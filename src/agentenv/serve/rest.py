@@ -54,6 +54,7 @@ from agentenv.spec.wire import (
     SetTimeBody,
     StepRequest,
     ToolAccessBody,
+    ToolInfo,
 )
 
 CARD_PATH = "/.well-known/agent-env.json"
@@ -279,7 +280,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     return router
 
 
-def step_tools(tools: list[Any]) -> list[dict[str, Any]]:
+def step_tools(tools: list[ToolInfo]) -> list[dict[str, Any]]:
     """Tools as `/step list_tools` answers them: upstream's `name`, `description` and
     `parameters`, with MCP's `inputSchema` (and `_meta`, if any) kept beside them."""
     out = []
