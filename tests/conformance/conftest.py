@@ -131,9 +131,12 @@ SERVERS_BY_MODULE: dict[str, list[tuple[str, ...]]] = {
     "test_client.py": [SUPPORT_DESK],
     "test_tool_client.py": [READONLY],
     "test_preflight.py": [READONLY],
-    "test_gateway.py": [SUPPORT_DESK],
+    "test_gateway.py": [(*SUPPORT_DESK, "--behind-gateway")],
     "test_trigger_features.py": [SUPPORT_DESK],
-    "test_hidden_tools.py": [(str(HERE / "envs" / "vault"),)] * 2,
+    "test_hidden_tools.py": [
+        (str(HERE / "envs" / "vault"),),
+        (str(HERE / "envs" / "vault"), "--behind-gateway"),
+    ],
     "test_composed.py": [(str(HERE / "envs" / "duo"),)],
     "test_modes.py": [(*SUPPORT_DESK, "--mode", "performance", "--strict-roles")],
     "test_tokens.py": [

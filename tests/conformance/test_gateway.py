@@ -4,7 +4,9 @@ Upstream's gateway (agentenv-framework's `gateway` package, from its sdist) runs
 process, `python -m gateway.entrypoint`, in the upstream virtualenv: no Docker, and no Postgres
 (`SERVICE_DB_URL` unset, so it keeps no changelog of its own). It is given our
 `agent-env serve` as its one internal MCP server and REST backend (`INTERNAL_MCP_SERVERS`,
-`REST_PROXY_URLS`), in its default `performance` mode. drivers/gateway_probe.py then calls
+`REST_PROXY_URLS`), in its default `performance` mode. Ours is served with `--behind-gateway`,
+the documented way to be another gateway's backing server (it lists every tool some role may
+call to the front gateway's role-less discovery, and leaves `get_time` to that gateway). drivers/gateway_probe.py then calls
 tools through the gateway, over `/step` and over MCP (upstream's `ToolSession`), with no role,
 role `default`, a declared role and an undeclared one, and reads the card and the data plane
 through it. Upstream's gateway forwards the caller's role in `_meta agentenv.io/role`,
@@ -179,7 +181,7 @@ def probes(
 ) -> Probes:
     """Every call through upstream's gateway, made once, with a fresh support-desk behind it."""
     with (
-        serve_env(EXAMPLES / "support-desk") as ours,
+        serve_env(EXAMPLES / "support-desk", "--behind-gateway") as ours,
         upstream_gateway({SERVICE_KEY: ours}) as gateway,
     ):
         return driver("gateway_probe.py", gateway, SERVICE_KEY)

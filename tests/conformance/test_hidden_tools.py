@@ -4,7 +4,8 @@ Upstream's rule (its gateway and its SDK's tool_access.py): a hidden tool is lef
 role, `*`-tool rules skip it, and only a rule naming it shows it, to the role that rule is for.
 drivers/hidden_probe.py checks this with upstream's tool client on our server serving
 envs/vault (its `export_notes` is hidden), and again with our server behind upstream's gateway,
-where the gateway's rules decide (it learns which tools are hidden from our tools/list `_meta`).
+where the gateway's rules decide (it learns which tools are hidden from our tools/list `_meta`;
+ours is served with `--behind-gateway` there).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def probes(
     """The hidden-tool sequence on a fresh vault server, then on another behind upstream's gateway."""
     with serve_env(VAULT) as base:
         direct = driver("hidden_probe.py", "direct", base)
-    with serve_env(VAULT) as base, upstream_gateway({"vault": base}) as gateway:
+    with serve_env(VAULT, "--behind-gateway") as base, upstream_gateway({"vault": base}) as gateway:
         behind = driver("hidden_probe.py", "gateway", gateway)
     direct.outcomes.update(behind.outcomes)
     return direct

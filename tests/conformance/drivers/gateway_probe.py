@@ -126,9 +126,13 @@ async def main(base: str, key: str) -> None:
     )
     await probe(
         "mcp customer tool",
-        session_call(mcp_url, "customer", "check_ticket_status", {"ticket_id": "T-1042"}),
+        session_call(
+            mcp_url,
+            "customer",
+            "check_ticket_status",
+            {"ticket_id": "T-1042", "email": "dana.whitfield@example.com"},
+        ),
     )
-    await probe("mcp get_time", session_call(mcp_url, None, "get_time", {}))
     # the gateway's own triggers, acting on our tools as a role (`as`), forwarded in _meta
     refund = {"ticket_id": "T-1044", "customer_id": "C-001", "amount": 150.0, "reason": "Goodwill."}
     triggers = {
@@ -187,6 +191,7 @@ async def main(base: str, key: str) -> None:
             "PUT", f"{base}/clock/set-time", {"virtual_time": "2026-03-02T09:00:00Z"}
         ),
     )
+    await probe("mcp get_time", session_call(mcp_url, None, "get_time", {}))
     await probe("data reset", lambda: client.reset_data(base))
     await probe("data get after_reset", lambda: client.get_data(base))
 
