@@ -3,7 +3,9 @@
 drivers/tool_client_probe.py opens one upstream `ToolSession` per probe (each with the role it
 names) on the served support-desk's MCP endpoint; each test checks one point of what it got.
 Upstream's semantics: no role and role `default` are the same caller; any role string is a
-role; a refused or failing call is an `isError` result, never an MCP-level error.
+role; a refused or failing call is an `isError` result, never an MCP-level error. The tools
+listed are also held to the rules of upstream's `verify_mcp_tool_schema` validator step
+(task_steps/mcp_env_validator/verify_mcp_tool_schema.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,43 @@ def _(p: Probes) -> None:
     assert "deliver_email" not in {t["name"] for t in tools}, (
         "a tool disabled for every role is listed"
     )
+
+
+def schema_issues(schema: dict[str, Any]) -> list[str]:
+    """What upstream's verify_mcp_tool_schema step flags in one inputSchema (its rules, our code)."""
+    properties = schema.get("properties") or {}
+    if not properties:
+        return []
+    issues = ["an empty 'required' list"] if "required" in schema and not schema["required"] else []
+    for name, param in properties.items():
+        if isinstance(param, dict) and str(param.get("$ref", "")).startswith("#/$defs/"):
+            found = (schema.get("$defs") or {}).get(param["$ref"].removeprefix("#/$defs/"), {})
+            param = {**found, **{k: v for k, v in param.items() if k != "$ref"}}
+        if not isinstance(param, dict) or not param:
+            issues.append(f"{name}: empty schema")
+            continue
+        variants = [v for v in param.get("anyOf") or [] if isinstance(v, dict)]
+        if "type" not in param and not any("type" in v for v in variants):
+            issues.append(f"{name}: no type")
+        if "description" not in param:
+            issues.append(f"{name}: no description")
+        if param.get("type") == "array" and "items" not in param:
+            issues.append(f"{name}: array without items")
+        if param.get("type") == "object" and "properties" not in param:
+            issues.append(f"{name}: object without properties")
+        if "enum" in param and not param["enum"]:
+            issues.append(f"{name}: empty enum")
+    return issues
+
+
+@check("card_rest", "every tool passes upstream's verify_mcp_tool_schema checks")
+def _(p: Probes) -> None:
+    found = {
+        t["name"]: ([] if (t.get("description") or "").strip() else ["no description"])
+        + schema_issues(t.get("inputSchema") or {})
+        for t in p.value("list_tools")
+    }
+    assert not {name: issues for name, issues in found.items() if issues}
 
 
 @check("card_rest", "tools/call through ToolSession")
