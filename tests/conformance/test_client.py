@@ -63,6 +63,7 @@ def check(area: str, name: str) -> Callable[[Callable[[Probes], None]], Callable
 
 
 def expected(p: Probes) -> dict[str, Any]:
+    """The expected values the driver read from upstream's gateway constants."""
     return p.value("expected")
 
 
@@ -83,6 +84,7 @@ def tool_payload(result: dict[str, Any]) -> Any:
 
 
 def step_tool_names(exchange: dict[str, Any]) -> list[str]:
+    """The tool names a /step list_tools exchange answered (which must be 200)."""
     assert exchange["status"] == 200, exchange["text"][:500]
     return [t["name"] for t in exchange["json"]["tools"]]
 
@@ -129,6 +131,8 @@ def _(p: Probes) -> None:
 
 
 def method_check(uri: str, method: str) -> Callable[[Probes], None]:
+    """The check of one extension method against upstream's advertisement of it."""
+
     def run(p: Probes) -> None:
         want = expected(p)["methods"][f"{uri} {method}"]
         got = p.value(f"method {uri} {method}")
@@ -465,6 +469,7 @@ def _(p: Probes) -> None:
 
 
 def trajectory_events(p: Probes) -> list[dict[str, Any]]:
+    """The events of the /trajectory answer, one JSON object a line."""
     exchange = p.raw("trajectory get")
     assert exchange["status"] == 200, exchange["text"][:500]
     return [json.loads(line) for line in exchange["text"].splitlines() if line.strip()]
@@ -596,6 +601,8 @@ BAD_INPUT_ROUTES = ["/step", "/tools/disable", "/tools/enable", "/triggers/regis
 
 
 def bad_input_check(kind: str, path: str) -> Callable[[Probes], None]:
+    """The check that a bad body at `path` is a 4xx with an error body."""
+
     def run(p: Probes) -> None:
         exchange = p.raw(f"{kind} {path}")
         assert 400 <= exchange["status"] < 500, (
@@ -618,6 +625,7 @@ for _path in BAD_INPUT_ROUTES:
 
 
 def rpc_error(p: Probes, name: str) -> dict[str, Any]:
+    """The JSON-RPC error object of a data-plane exchange (HTTP 200, as JSON-RPC has it)."""
     exchange = p.raw(name)
     assert exchange["status"] == 200 and isinstance(exchange["json"], dict), exchange["text"][:300]
     return exchange["json"]["error"]

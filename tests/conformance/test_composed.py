@@ -35,6 +35,7 @@ def check(name: str) -> Callable[[Callable[[Probes], None]], Callable[[Probes], 
 
 
 def data_of(answer: dict[str, Any]) -> dict[str, Any]:
+    """The first data part's data of a data/get answer."""
     return next(part["data"] for part in answer["parts"] if part["kind"] == "data")
 
 

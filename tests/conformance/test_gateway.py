@@ -42,12 +42,14 @@ def check(area: str, name: str) -> Callable[[Callable[[Probes], None]], Callable
 
 
 def step_ok(p: Probes, name: str) -> dict[str, Any]:
+    """The body of a /step exchange that must be 200."""
     exchange = p.value(name)
     assert exchange["status"] == 200, exchange
     return exchange["json"]
 
 
 def data_of(answer: dict[str, Any]) -> dict[str, Any]:
+    """The first data part's data of a data/get answer."""
     return next(part["data"] for part in answer["parts"] if part["kind"] == "data")
 
 

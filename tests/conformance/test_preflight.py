@@ -29,6 +29,7 @@ def check(name: str) -> Callable[[Callable[[Probes], None]], Callable[[Probes], 
 
 
 def declared(p: Probes) -> dict[str, Any]:
+    """The card's intake declaration; skips the point when the card makes none."""
     declaration = p.value("intake_declaration")
     if declaration is None:
         pytest.skip(

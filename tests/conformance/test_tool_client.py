@@ -36,6 +36,7 @@ def check(area: str, name: str) -> Callable[[Callable[[Probes], None]], Callable
 
 
 def payload(result: dict[str, Any]) -> Any:
+    """A tool result's text, parsed as JSON."""
     return json.loads(result["text"])
 
 

@@ -64,6 +64,7 @@ async def probe(name: str, call: Any) -> Any:
 
 
 def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of a client answer (pydantic models dumped)."""
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     if isinstance(value, list):
@@ -128,6 +129,7 @@ def expected_extensions(gateway_src: str | None) -> None:
 
 
 async def main(base: str, gateway_src: str | None) -> None:
+    """Run every probe of this driver, in order."""
     expected_extensions(gateway_src)
     card = await probe("card", lambda: client.get_card(base))
     if card is None:

@@ -18,6 +18,7 @@ results: dict[str, Any] = {}
 
 
 async def probe(name: str, call: Any) -> Any:
+    """Run one call and record its answer, or its failure, under `name`."""
     try:
         value = call()
         if asyncio.iscoroutine(value):
@@ -33,6 +34,7 @@ async def probe(name: str, call: Any) -> Any:
 
 
 async def main(base: str) -> None:
+    """Run every probe of this driver, in order."""
     card = await probe("card", lambda: client.get_card(base))
     if card is None:
         return

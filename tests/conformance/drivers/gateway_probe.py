@@ -21,6 +21,7 @@ results: dict[str, Any] = {}
 
 
 def dump(value: Any) -> Any:
+    """A JSON-ready copy of an answer (pydantic models dumped, a tool result's text kept)."""
     if hasattr(value, "model_dump"):
         out = value.model_dump(mode="json")
         if hasattr(value, "text"):
@@ -32,6 +33,7 @@ def dump(value: Any) -> Any:
 
 
 async def probe(name: str, call: Any) -> Any:
+    """Run one call and record its answer, or its failure, under `name`."""
     try:
         value = await call()
     except Exception as error:  # a failure is a finding
@@ -42,6 +44,7 @@ async def probe(name: str, call: Any) -> Any:
 
 
 async def step(base: str, body: dict, role: str | None = None) -> dict:
+    """POST /step with an optional role header; status and body."""
     headers = {ROLE_HEADER: role} if role else {}
     async with httpx.AsyncClient() as http:
         response = await http.post(f"{base}/step", json=body, headers=headers, timeout=60)
@@ -49,6 +52,7 @@ async def step(base: str, body: dict, role: str | None = None) -> dict:
 
 
 async def http_json(method: str, url: str, body: dict | None = None) -> dict:
+    """One plain HTTP call; status, parsed body and text."""
     async with httpx.AsyncClient() as http:
         response = await http.request(method, url, json=body, timeout=60)
     try:
@@ -59,6 +63,8 @@ async def http_json(method: str, url: str, body: dict | None = None) -> dict:
 
 
 def session_call(mcp_url: str, role: str | None, name: str, arguments: dict) -> Any:
+    """A call of one tool in its own upstream ToolSession, as `role`."""
+
     async def run() -> Any:
         async with ToolSession(mcp_url=mcp_url, role=role, timeout=60) as session:
             return await session.call_tool(name, arguments)
@@ -67,6 +73,8 @@ def session_call(mcp_url: str, role: str | None, name: str, arguments: dict) -> 
 
 
 def session_names(mcp_url: str, role: str | None) -> Any:
+    """The sorted tool names an upstream ToolSession lists, as `role`."""
+
     async def run() -> list[str]:
         async with ToolSession(mcp_url=mcp_url, role=role, timeout=60) as session:
             return sorted(t.name for t in await session.list_tools())
@@ -75,6 +83,7 @@ def session_names(mcp_url: str, role: str | None) -> Any:
 
 
 async def main(base: str, key: str) -> None:
+    """Run every probe of this driver, in order."""
     card = await probe("card", lambda: client.get_card(base))
     mcp_url = f"{base}{client.mcp_path(card or {})}"
     if card is not None:

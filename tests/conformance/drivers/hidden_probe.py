@@ -22,6 +22,7 @@ results: dict[str, Any] = {}
 
 
 async def probe(name: str, call: Any) -> None:
+    """Run one call and record its answer, or its failure, under `name`."""
     try:
         value = await call()
     except Exception as error:  # a failure is a finding
@@ -31,6 +32,8 @@ async def probe(name: str, call: Any) -> None:
 
 
 def names(mcp_url: str, role: str | None) -> Any:
+    """The sorted tool names an upstream ToolSession lists, as `role`."""
+
     async def run() -> list[str]:
         async with ToolSession(mcp_url=mcp_url, role=role, timeout=60) as session:
             return sorted(t.name for t in await session.list_tools())
@@ -39,6 +42,8 @@ def names(mcp_url: str, role: str | None) -> Any:
 
 
 def call(mcp_url: str, role: str | None) -> Any:
+    """A call of the hidden tool in its own upstream ToolSession, as `role`."""
+
     async def run() -> dict:
         async with ToolSession(mcp_url=mcp_url, role=role, timeout=60) as session:
             result = await session.call_tool(HIDDEN, {})
@@ -48,6 +53,8 @@ def call(mcp_url: str, role: str | None) -> Any:
 
 
 def post(url: str, body: dict, role: str | None = None) -> Any:
+    """A POST with a JSON body and the given headers; status and body."""
+
     async def run() -> dict:
         async with httpx.AsyncClient() as http:
             response = await http.post(
@@ -62,6 +69,7 @@ def post(url: str, body: dict, role: str | None = None) -> Any:
 
 
 async def sequence(prefix: str, base: str) -> None:
+    """The hidden-tool sequence against one address, probes named PREFIX ..."""
     mcp = f"{base}/mcp"
     await probe(f"{prefix} names no_role", names(mcp, None))
     await probe(f"{prefix} step names no_role", post(f"{base}/step", {"action": "list_tools"}))

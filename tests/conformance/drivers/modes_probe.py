@@ -20,6 +20,7 @@ OPEN_TICKETS = ["T-1040", "T-1042", "T-1043", "T-1044", "T-1045", "T-1046"]
 
 
 async def probe(name: str, call: Any) -> None:
+    """Run one call and record its answer, or its failure, under `name`."""
     try:
         value = await call()
     except Exception as error:  # a failure is a finding
@@ -29,12 +30,14 @@ async def probe(name: str, call: Any) -> None:
 
 
 async def one_call(mcp_url: str, role: str | None, tool: str, arguments: dict) -> dict:
+    """One tool call in its own upstream ToolSession; isError and text."""
     async with ToolSession(mcp_url=mcp_url, role=role, timeout=60) as session:
         result = await session.call_tool(tool, arguments)
     return {"isError": result.isError, "text": result.text}
 
 
 async def main(base: str) -> None:
+    """Run every probe of this driver, in order."""
     mcp = f"{base}/mcp"
 
     async def concurrent_reads() -> list[dict]:

@@ -21,6 +21,7 @@ results: dict[str, Any] = {}
 
 
 def record(name: str, call: Any) -> Any:
+    """Run one pure call and record its answer, or its failure, under `name`."""
     try:
         value = call()
     except Exception as error:  # a failure is a finding
@@ -34,6 +35,7 @@ def record(name: str, call: Any) -> Any:
 
 
 async def main(base: str) -> None:
+    """Run every probe of this driver, in order."""
     card = await client.get_card(base)
     declaration = record("intake_declaration", lambda: client.intake_declaration(card))
     record(

@@ -21,6 +21,7 @@ results: dict[str, Any] = {}
 
 
 async def probe(name: str, call: Any) -> None:
+    """Run one call and record its answer, or its failure, under `name`."""
     try:
         value = await call()
     except Exception as error:  # a failure is a finding
@@ -30,10 +31,13 @@ async def probe(name: str, call: Any) -> None:
 
 
 def bearer(token: str) -> dict[str, str]:
+    """The Authorization header for a bearer token."""
     return {"Authorization": f"Bearer {token}"}
 
 
 def tool_call(mcp_url: str, *, role: str | None = None, headers: dict | None = None) -> Any:
+    """A get_customer call in its own upstream ToolSession with the given role and headers."""
+
     async def run() -> dict:
         async with ToolSession(mcp_url=mcp_url, role=role, headers=headers, timeout=60) as session:
             result = await session.call_tool("get_customer", {"id": "C-001"})
@@ -43,6 +47,8 @@ def tool_call(mcp_url: str, *, role: str | None = None, headers: dict | None = N
 
 
 def post(url: str, body: dict, headers: dict) -> Any:
+    """A POST with a JSON body and the given headers; status and body."""
+
     async def run() -> dict:
         async with httpx.AsyncClient() as http:
             response = await http.post(url, json=body, headers=headers, timeout=60)
@@ -52,6 +58,7 @@ def post(url: str, body: dict, headers: dict) -> Any:
 
 
 async def main(base: str) -> None:
+    """Run every probe of this driver, in order."""
     mcp = f"{base}/mcp"
     await probe("card", lambda: client.get_card(base))
     await probe("call with token", tool_call(mcp, headers=bearer("agent-secret")))

@@ -18,6 +18,7 @@ results: dict[str, Any] = {}
 
 
 def dump(value: Any) -> Any:
+    """A JSON-ready copy of an answer (pydantic models dumped, a tool result's text kept)."""
     if hasattr(value, "model_dump"):
         out = value.model_dump(mode="json")
         if hasattr(value, "text"):
@@ -44,6 +45,8 @@ async def probe(name: str, mcp_url: str, role: str | None, action: Any) -> None:
 
 
 async def main(mcp_url: str) -> None:
+    """Run every probe of this driver, in order."""
+
     def names(session: ToolSession):
         async def run() -> list[str]:
             return sorted(t.name for t in await session.list_tools())

@@ -24,6 +24,7 @@ SETTLED = ("fired", "failed", "cancelled")
 
 
 async def probe(name: str, call: Any) -> Any:
+    """Run one call and record its answer, or its failure, under `name`."""
     try:
         value = await call()
     except Exception as error:  # a failure is a finding
@@ -36,6 +37,7 @@ async def probe(name: str, call: Any) -> Any:
 
 
 async def main(base: str) -> None:
+    """Run every probe of this driver, in order."""
     card = await client.get_card(base)
     results["features"] = {
         "ok": True,
