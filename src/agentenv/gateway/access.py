@@ -79,6 +79,16 @@ class AccessControl:
         """Whether a caller in `role` may see and call `tool`."""
         if role == SYSTEM.role:
             return True
+        if self._rules:  # the common case has none: straight to the tool's own say
+            verdict = self._ruled(role, tool)
+            if verdict is not None:
+                return verdict
+        if tool.hidden_by_default and self._hide:
+            return False  # no rule named it
+        return tool.roles is None or role in tool.roles
+
+    def _ruled(self, role: str, tool: Tool) -> bool | None:
+        """The rules' verdict on `tool` for `role`, or None when they leave it open."""
         hidden = tool.hidden_by_default and self._hide
         chain = self._default_chain if role == self._default_role else (role, WILDCARD)
         for who in chain:
@@ -100,10 +110,8 @@ class AccessControl:
             if star is True:
                 # Enabling `*` lifts disables but grants nothing: a tool declared for other
                 # roles stays theirs. Naming the tool is what grants it.
-                break
-        if hidden:
-            return False
-        return tool.roles is None or role in tool.roles
+                return None
+        return None
 
     def rules(self) -> dict[str, dict[str, bool]]:
         """The current rules: role -> tool (or `*`, or `prefix*`) -> allowed."""
