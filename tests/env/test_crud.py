@@ -161,9 +161,22 @@ def test_list_filters_on_simple_fields_plus_paging(env: Environment) -> None:
         "limit",
         "offset",
     ]
-    assert props["limit"] == {"type": "integer", "default": 50, "minimum": 1}
-    assert props["offset"] == {"type": "integer", "default": 0, "minimum": 0}
-    assert env.tools["list_books"].input_schema["required"] == []
+    assert props["limit"] == {
+        "type": "integer",
+        "default": 50,
+        "minimum": 1,
+        "description": "At most this many records.",
+    }
+    assert props["offset"] == {
+        "type": "integer",
+        "default": 0,
+        "minimum": 0,
+        "description": "Skip this many records first.",
+    }
+    # Nothing is required, and no empty `required` list is written (upstream's schema check
+    # flags one); every parameter has a description.
+    assert "required" not in env.tools["list_books"].input_schema
+    assert all("description" in p for p in props.values())
     assert list(env.tools["list_by_author"].input_schema["properties"]) == [
         "author",
         "limit",

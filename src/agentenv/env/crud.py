@@ -84,13 +84,28 @@ def build_crud_tool(spec: ToolSpec, collection: CollectionSpec) -> Tool:
             f: {**props.get(f, {}), "description": f"Only records whose {f} equals this."}
             for f in filters
         }
-        schema_props["limit"] = {"type": "integer", "default": 50, "minimum": 1}
-        schema_props["offset"] = {"type": "integer", "default": 0, "minimum": 0}
+        schema_props["limit"] = {
+            "type": "integer",
+            "default": 50,
+            "minimum": 1,
+            "description": "At most this many records.",
+        }
+        schema_props["offset"] = {
+            "type": "integer",
+            "default": 0,
+            "minimum": 0,
+            "description": "Skip this many records first.",
+        }
         req = set()
     elif op == "search":
         schema_props = {
             "query": {"type": "string", "description": "Text to look for."},
-            "limit": {"type": "integer", "default": 20, "minimum": 1},
+            "limit": {
+                "type": "integer",
+                "default": 20,
+                "minimum": 1,
+                "description": "At most this many records.",
+            },
         }
         req = {"query"}
     elif op == "create":
@@ -111,12 +126,10 @@ def build_crud_tool(spec: ToolSpec, collection: CollectionSpec) -> Tool:
     args_model = create_model(  # type: ignore[call-overload]
         f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
-    input_schema = {
-        "type": "object",
-        "properties": schema_props,
-        "required": sorted(req),
-        "additionalProperties": False,
-    }
+    input_schema: dict[str, Any] = {"type": "object", "properties": schema_props}
+    if req:  # upstream's tool-schema check flags an empty `required` list
+        input_schema["required"] = sorted(req)
+    input_schema["additionalProperties"] = False
     if op == "search":
         text_fields = spec.crud.fields or [f for f, p in props.items() if p.get("type") == "string"]
 
