@@ -21,7 +21,7 @@ from agentenv.gateway import (
     GatewayError,
     UnknownInstance,
 )
-from agentenv.gateway.gateway import BLOCKING_THREADS
+from agentenv.gateway.blocking import BLOCKING_THREADS
 from agentenv.spec import (
     DataPart,
     FileContent,
@@ -594,7 +594,7 @@ async def test_when_every_blocking_thread_is_stuck_new_blocking_calls_are_refuse
     import threading
 
     from agentenv.env.tool import Tool, tool
-    from agentenv.gateway import gateway as gateway_module
+    from agentenv.gateway import blocking as blocking_module
 
     release = threading.Event()
 
@@ -618,7 +618,7 @@ async def test_when_every_blocking_thread_is_stuck_new_blocking_calls_are_refuse
     )
     gw = Gateway(env)
     who = Principal("default")
-    monkeypatch.setattr(gateway_module, "BLOCKING_THREADS", 2)
+    monkeypatch.setattr(blocking_module, "BLOCKING_THREADS", 2)
     try:
         for _ in range(2):
             assert (await gw.call(who, "hang", {})).error.kind == "timeout"
@@ -630,8 +630,8 @@ async def test_when_every_blocking_thread_is_stuck_new_blocking_calls_are_refuse
     finally:
         release.set()
     for _ in range(200):  # the stuck threads end and are no longer counted
-        if gateway_module._stuck.count == 0:
+        if blocking_module.stuck_count() == 0:
             break
         await asyncio.sleep(0.01)
-    assert gateway_module._stuck.count == 0
+    assert blocking_module.stuck_count() == 0
     assert (await gw.call(who, "quick", {})).value == "quick"

@@ -14,10 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import threading
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from time import perf_counter
@@ -27,6 +24,7 @@ from pydantic import ValidationError
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
+from agentenv.gateway import blocking
 from agentenv.gateway.access import DEFAULT_ROLE, WILDCARD
 from agentenv.gateway.clock import GET_TIME
 from agentenv.gateway.control import ControlPlane
@@ -374,13 +372,13 @@ class Gateway(ControlPlane):
         worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
         # Our own pool, not the loop's default one: a tool that hangs past its timeout
         # keeps its thread, and must not starve DNS lookups or other libraries' work.
-        if _stuck.count >= BLOCKING_THREADS:
+        if blocking.stuck_count() >= blocking.BLOCKING_THREADS:
             raise ToolError(
-                f"all {BLOCKING_THREADS} threads for blocking tools are still running calls "
+                f"all {blocking.BLOCKING_THREADS} threads for blocking tools are still running calls "
                 "that timed out; this call was not started"
             )
-        call = _StuckWatch(functools.partial(tool.invoke, worker, values))
-        work = asyncio.get_running_loop().run_in_executor(_blocking_pool(), call.run)
+        call = blocking.StuckWatch(functools.partial(tool.invoke, worker, values))
+        work = asyncio.get_running_loop().run_in_executor(blocking.pool(), call.run)
         try:
             value = await (
                 asyncio.wait_for(asyncio.shield(work), tool.timeout) if tool.timeout else work
@@ -459,52 +457,3 @@ def _argument_errors(tool: str, exc: ValidationError) -> str:
             msg = "missing required argument"
         parts.append(f"{loc}: {msg}")
     return f"invalid arguments for {tool!r}: " + "; ".join(parts)
-
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-class _Stuck:
-    """How many pool threads still run calls that already timed out (any thread, any loop)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.count = 0
-
-
-_stuck = _Stuck()
-
-
-class _StuckWatch:
-    """Runs one blocking call; once abandoned (timed out), it counts as stuck until it ends."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self.fn = fn
-        self.finished = False
-        self.abandoned = False
-
-    def run(self) -> Any:
-        try:
-            return self.fn()
-        finally:
-            with _stuck.lock:
-                self.finished = True
-                if self.abandoned:
-                    _stuck.count -= 1
-
-    def abandon(self) -> None:
-        with _stuck.lock:
-            if not self.finished and not self.abandoned:
-                self.abandoned = True
-                _stuck.count += 1
-
-
-BLOCKING_THREADS = 32
-"""Threads for `blocking=True` tools, shared by every gateway of the process."""
-
-
-def _blocking_pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(BLOCKING_THREADS, thread_name_prefix="agentenv-tool")
-    return _POOL
