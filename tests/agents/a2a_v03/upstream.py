@@ -1,17 +1,17 @@
 """The upstream side of the A2A 0.3 tests: a virtualenv with upstream's protocol package
 (a2a-sdk 0.3) at `<repo>/.venv-upstream`, made when missing, and its processes.
 
-The venv is shared with the conformance suite (same path, same pin, and the same
-`AGENTENV_UPSTREAM_VENV` override). When it cannot be
-made (no network for pip), the tests that need it are skipped with the reason.
+The venv is the conformance suite's: tests/conformance/upstream_venv.py builds it (one
+path, one pin, the `AGENTENV_UPSTREAM_VENV` override). When it cannot be built (no
+network for pip), the tests that need it are skipped with the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -24,9 +24,6 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-VENV = Path(os.environ.get("AGENTENV_UPSTREAM_VENV") or REPO / ".venv-upstream")
-"""Shared with tests/conformance (same path, same override, same pin)."""
-PIN = "agentenv-framework-protocol[agent]==0.1.379"
 HERE = Path(__file__).resolve().parent
 CLIENT_DRIVER = HERE / "client_driver.py"
 ECHO_AGENT = HERE / "echo_agent.py"
@@ -35,43 +32,37 @@ PROBE = (
 )
 
 
-def _python() -> Path:
-    return VENV / "bin" / "python"
-
-
-def _a2a_version() -> str | None:
-    if not _python().exists():
-        return None
-    probe = subprocess.run([str(_python()), "-c", PROBE], capture_output=True, text=True)
-    return probe.stdout.strip() if probe.returncode == 0 else None
+def _builder() -> Any:
+    """tests/conformance/upstream_venv.py, the one builder of the upstream venv (loaded by path)."""
+    path = REPO / "tests" / "conformance" / "upstream_venv.py"
+    spec = importlib.util.spec_from_file_location("agentenv_upstream_venv", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def upstream_python() -> Path:
-    """The venv's python (made, or completed, when needed); pytest.skip saying why not."""
-    version = _a2a_version()
-    if version is None:
-        if not _python().exists():
-            made = subprocess.run(
-                [sys.executable, "-m", "venv", str(VENV)], capture_output=True, text=True
-            )
-            if made.returncode != 0:
-                pytest.skip(f"cannot make {VENV}: {made.stderr.strip()[-300:]}")
-        pip = subprocess.run(
-            [str(_python()), "-m", "pip", "install", "-q", PIN],
-            capture_output=True,
-            text=True,
+    """The upstream venv's python (built by the conformance suite's builder when needed).
+
+    Skips, saying why, when the venv cannot be built or its a2a-sdk is not the 0.3 these
+    tests are about.
+    """
+    builder = _builder()
+    try:
+        python: Path = builder.ensure_upstream().python
+    except builder.UpstreamUnavailable as error:
+        pytest.skip(f"upstream packages unavailable: {error}")
+    probe = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(
+            f"{python} has upstream's packages but they do not import: {probe.stderr[-300:]}"
         )
-        if pip.returncode != 0:
-            pytest.skip(
-                f"cannot install {PIN!r} into {VENV} (is the package index reachable?): "
-                f"{pip.stderr.strip()[-300:]}"
-            )
-        version = _a2a_version()
-        if version is None:
-            pytest.skip(f"{VENV} has {PIN!r} but it does not import")
+    version = probe.stdout.strip()
     if not version.startswith("0.3."):
-        pytest.skip(f"{VENV} has a2a-sdk {version}, not the 0.3 these tests are about")
-    return _python()
+        pytest.skip(f"{python} has a2a-sdk {version}, not the 0.3 these tests are about")
+    return python
 
 
 def free_port() -> int:
