@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from _cpu import cpu_per_call_us, describe, process_cpu_seconds
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
@@ -144,6 +145,12 @@ class Served:
         self.which = which
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int:
+        """The server process's id."""
+        assert self.process is not None
+        return self.process.pid
+
     def __enter__(self) -> str:
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--serve", self.which, "--port", str(self.port)]
@@ -171,25 +178,38 @@ def serve(which: str, port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
 
 
-def bench_step(requests: int, repeats: int) -> tuple[float, float]:
+def bench_step(requests: int, repeats: int) -> tuple[float, float, str, str]:
+    """Median req/s of the bare app and ours, and each server's CPU per call."""
     body = CALL_BODY
 
-    def throughput(url: str) -> float:
+    def throughput(url: str, pid: int) -> tuple[float, float | None]:
         with httpx.Client(base_url=url) as client:
             for _ in range(50):  # warm up the connection and the code paths
                 client.post("/step", json=body)
+            cpu = process_cpu_seconds(pid)
             start = time.perf_counter()
             for _ in range(requests):
                 response = client.post("/step", json=body)
                 assert response.status_code == 200, response.text
-            return requests / (time.perf_counter() - start)
+            rate = requests / (time.perf_counter() - start)
+            return rate, cpu_per_call_us(pid, cpu, requests)
 
-    with Served("bare") as bare_url, Served("ours") as ours_url:
-        bare, ours = [], []
+    bare_server, ours_server = Served("bare"), Served("ours")
+    with bare_server as bare_url, ours_server as ours_url:
+        bare, ours, bare_cpu, ours_cpu = [], [], [], []
         for _ in range(repeats):  # interleave, so drift in machine load hits both alike
-            bare.append(throughput(bare_url))
-            ours.append(throughput(ours_url))
-    return statistics.median(bare), statistics.median(ours)
+            rate, cpu = throughput(bare_url, bare_server.pid)
+            bare.append(rate)
+            bare_cpu.append(cpu)
+            rate, cpu = throughput(ours_url, ours_server.pid)
+            ours.append(rate)
+            ours_cpu.append(cpu)
+    return (
+        statistics.median(bare),
+        statistics.median(ours),
+        describe(bare_cpu),
+        describe(ours_cpu),
+    )
 
 
 def bench_fork(records: int, repeats: int) -> tuple[float, float]:
@@ -230,9 +250,9 @@ def main() -> None:
         f"  overhead of the gateway: {(gateway_call - direct) * 1e6:.2f} µs; ratio {gateway_call / direct:.1f}x"
     )
 
-    bare, ours = bench_step(requests, repeats)
-    print(f"POST /step: {ours:7.0f} req/s")
-    print(f"  baseline, bare FastAPI endpoint doing the same work: {bare:7.0f} req/s")
+    bare, ours, bare_cpu, ours_cpu = bench_step(requests, repeats)
+    print(f"POST /step: {ours:7.0f} req/s{ours_cpu}")
+    print(f"  baseline, bare FastAPI endpoint doing the same work: {bare:7.0f} req/s{bare_cpu}")
     print(f"  ratio ours/bare: {ours / bare:.2f}")
 
     deep, fork = bench_fork(10_000, 200 if not opts.quick else 50)

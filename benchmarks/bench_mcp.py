@@ -19,6 +19,7 @@ import sys
 import time
 
 import uvicorn
+from _cpu import cpu_per_call_us, describe, process_cpu_seconds
 
 from agentenv import Environment, Gateway, tool
 from agentenv.env.tool import Tool
@@ -69,6 +70,12 @@ class Served:
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int:
+        """The server process's id."""
+        assert self.process is not None
+        return self.process.pid
+
     def __enter__(self) -> str:
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--serve", self.which, "--port", str(self.port)],
@@ -91,18 +98,21 @@ class Served:
         self.process.wait(timeout=10)
 
 
-async def throughput(url: str, calls: int) -> float:
+async def throughput(url: str, calls: int, pid: int) -> tuple[float, float | None]:
+    """Calls/s over one client session, and the server's CPU microseconds per call."""
     from mcp import Client
 
     async with Client(url) as client:
         await client.list_tools()
         for _ in range(30):
             await client.call_tool("echo", {"text": "hello"})
+        cpu = process_cpu_seconds(pid)
         start = time.perf_counter()
         for _ in range(calls):
             result = await client.call_tool("echo", {"text": "hello"})
             assert not result.is_error, result
-        return calls / (time.perf_counter() - start)
+        rate = calls / (time.perf_counter() - start)
+        return rate, cpu_per_call_us(pid, cpu, calls)
 
 
 def main() -> None:
@@ -117,13 +127,23 @@ def main() -> None:
     calls, rounds = (300, 3) if opts.quick else (1500, 5)
     bare: list[float] = []
     ours: list[float] = []
-    with Served("bare") as bare_url, Served("ours") as ours_url:
+    bare_cpu: list[float | None] = []
+    ours_cpu: list[float | None] = []
+    bare_server, ours_server = Served("bare"), Served("ours")
+    with bare_server as bare_url, ours_server as ours_url:
         for _ in range(rounds):  # interleaved, so drift in machine load hits both alike
-            bare.append(asyncio.run(throughput(bare_url, calls)))
-            ours.append(asyncio.run(throughput(ours_url, calls)))
+            rate, cpu = asyncio.run(throughput(bare_url, calls, bare_server.pid))
+            bare.append(rate)
+            bare_cpu.append(cpu)
+            rate, cpu = asyncio.run(throughput(ours_url, calls, ours_server.pid))
+            ours.append(rate)
+            ours_cpu.append(cpu)
     b, o = statistics.median(bare), statistics.median(ours)
-    print(f"MCP tools/call over Streamable HTTP: {o:7.0f} calls/s")
-    print(f"  baseline, bare mcp SDK server (MCPServer, one echo tool): {b:7.0f} calls/s")
+    print(f"MCP tools/call over Streamable HTTP: {o:7.0f} calls/s{describe(ours_cpu)}")
+    print(
+        "  baseline, bare mcp SDK server (MCPServer, one echo tool): "
+        f"{b:7.0f} calls/s{describe(bare_cpu)}"
+    )
     print(f"  ratio ours/bare: {o / b:.2f}")
 
 
