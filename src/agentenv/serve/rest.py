@@ -16,22 +16,21 @@ from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from agentenv import __version__
 from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator, AuthError
-from agentenv.gateway.errors import ClockError, GatewayError
+from agentenv.gateway.errors import ClockError
 from agentenv.serve import jsonrpc
+from agentenv.serve._errors import install_error_handlers
+from agentenv.serve._guard import RequestGuard
 from agentenv.serve._http import (
     DEFAULT_MAX_BODY,
     SESSION_HEADER,
     BodyLimit,
     HttpError,
     error_fields,
-    error_response,
     instance_of,
     prefix_of,
     principal_of,
@@ -45,6 +44,7 @@ from agentenv.serve.card import (
     find_child_namespace,
 )
 from agentenv.serve.history import history_router
+from agentenv.serve.openapi import openapi_schema
 from agentenv.spec.card import Interface
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import (
@@ -402,37 +402,11 @@ def create_app(
         gateway.drop_instance(instance_id)
         return _json({"dropped": instance_id})
 
-    _install_error_handlers(app)
+    install_error_handlers(app)
     if mcp_http is not None:
         app.router.routes.extend(mcp_http.routes())
+    app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]
+    # Outermost first: refuse cross-site and rebinding requests before reading any body.
     app.add_middleware(BodyLimit, max_bytes=max_body)
+    app.add_middleware(RequestGuard, loopback=loopback)
     return app
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(HttpError)
-    async def _http_error(request: Request, exc: HttpError) -> JSONResponse:
-        return error_response(
-            exc.status, exc.kind, exc.message, hint=exc.hint, retryable=exc.retryable
-        )
-
-    @app.exception_handler(AuthError)
-    async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
-        response = error_response(401, "unauthenticated", str(exc))
-        response.headers["WWW-Authenticate"] = "Bearer"
-        return response
-
-    @app.exception_handler(GatewayError)
-    async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
-        kind = {403: "forbidden", 404: "not_found"}.get(exc.status, "bad_request")
-        return error_response(exc.status, kind, str(exc))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _starlette(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, kind, str(exc.detail))
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        return error_response(400, "bad_request", detail)
