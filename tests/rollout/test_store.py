@@ -148,3 +148,125 @@ def test_reward_is_the_score_or_pass_and_zero_for_errors(tmp_path: Path) -> None
     assert record("a", "error").model_copy(update={"score": 0.5}).reward() == 0.0
     assert record("a").model_copy(update={"score": None}).reward() == 1.0
     assert record("a", "failed").model_copy(update={"score": None}).reward() == 0.0
+
+
+def nested(levels: int) -> dict[str, object]:
+    """A value `levels` objects deep: {"a": {"a": ...}}."""
+    value: dict[str, object] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+class NotJson:
+    """A value no JSON serialiser knows."""
+
+
+POISONS = {
+    "surrogate in a response": (
+        {
+            "prompts": [
+                {"prompt_id": "p1", "agent_name": "w", "prompt": "hi", "response": "x\ud800"}
+            ]
+        },
+        "a lone surrogate U+D800 at prompts[0].response",
+    ),
+    "surrogate in a key": (
+        {"trajectory": [{"kind": "call", "args": {"k\udfff": 1}}]},
+        "a lone surrogate U+DFFF in a key at trajectory[0].args",
+    ),
+    "surrogate in an extra field": ({"note": ["ok", "\udc80"]}, "U+DC80 at note[1]"),
+    "300 levels": (
+        {"trajectory": [{"kind": "call", "result": nested(300)}]},
+        "JSON nested deeper than 64 levels (303 levels) at trajectory[0].result.a.a.a.a.a...",
+    ),
+    "not JSON": ({"usage_by_prompt": {"p1": [{"x": NotJson()}]}}, "a value of type NotJson"),
+}
+
+
+@pytest.mark.parametrize("name", POISONS)
+def test_a_record_that_cannot_be_serialised_is_stored_as_an_error_with_the_reason(
+    tmp_path: Path, name: str
+) -> None:
+    fields, where = POISONS[name]
+    poisoned = record("bad", seed={"n": 1}, repeat=2, worker="h:1", **fields)
+    with pytest.raises(ValueError):  # what the store used to let escape (and abort a run)
+        poisoned.model_dump_json()
+    store = RolloutStore(tmp_path)
+    with store:
+        store.append(record("a"))
+        written = store.append(poisoned)
+        store.append(record("b"))
+    assert written.status == "error" and written is not poisoned
+    lines = store.path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == 4  # three whole lines, nothing half-written
+    assert all(json.loads(line) for line in lines[:-1])
+    back = {r.episode_id: r for r in store.records()}
+    assert list(back) == ["a", "bad", "b"]
+    bad = back["bad"]
+    assert bad.status == "error" and not bad.passed and bad.reward() == 0.0
+    assert (bad.task, bad.agent, bad.seed, bad.repeat, bad.worker) == (
+        "b/t",
+        "oracle",
+        {"n": 1},
+        2,
+        "h:1",
+    )
+    assert bad.error is not None and bad.error.startswith("record not serialisable: ")
+    assert where in bad.error and "the episode ended passed" in bad.error
+    assert bad.trajectory == [] and bad.prompts == []  # the small stand-in, not the poison
+    assert store.done_ids() == {"a", "bad", "b"}  # resume skips it...
+    assert store.done_ids(retry_errors=True) == {"a", "b"}  # ...unless errors are retried
+
+
+def test_a_poisoned_seed_is_dropped_from_the_stand_in(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path)
+    with store:
+        written = store.append(record("bad", seed={"name": "\ud800"}))
+    (line,) = store.path.read_text().splitlines()
+    assert json.loads(line)["seed"] == {} and written.status == "error"
+    assert "U+D800 at seed.name" in (written.error or "")
+
+
+def test_a_line_with_a_newline_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path)
+    with store:
+        with pytest.raises(StoreError, match="newline"):
+            store.append_line('{"episode_id":"a","status":"passed"}\n{"episode_id":"b"}')
+        with pytest.raises(UnicodeEncodeError):
+            store.append_line('{"episode_id":"a","status":"passed","x":"\ud800"}')
+    assert store.path.read_bytes() == b""
+
+
+def test_reading_survives_what_older_versions_or_hand_edits_left(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path)
+    odd = record("odd").model_dump(mode="json")
+    odd["error"] = "an escaped lone surrogate: \ud800"
+    wrong = record("wrong").model_dump(mode="json")
+    wrong["status"] = "errored"  # no such status in this version
+    del wrong["started_at"]
+    with store:
+        store.append(record("a"))
+        store.append_line("[" * 5000 + "]" * 5000)  # deeper than the JSON parser goes
+        store.append_line(
+            '{"episode_id":"deep","status":"error","x":' + "[" * 5000 + "]" * 5000 + "}"
+        )
+        store.append_line(json.dumps(odd))  # ASCII escapes: writable, but holds "\ud800"
+        store.append_line(json.dumps(wrong))
+        store.append(record("b"))
+    with pytest.warns(CorruptRecordWarning) as caught:
+        back = [r.episode_id for r in store.records()]
+    assert back == ["a", "odd", "b"]
+    messages = [str(w.message) for w in caught]
+    assert any(":2: skipped a line that is not JSON (nested too deep" in m for m in messages)
+    assert any(":3: skipped a line that is not JSON" in m for m in messages)
+    assert any(":5: skipped episode 'wrong': its record cannot be read" in m for m in messages)
+    assert any("started_at" in m for m in messages)
+    with pytest.warns(CorruptRecordWarning):
+        assert store.done_ids() == {"a", "odd", "wrong", "b"}
+    with pytest.warns(CorruptRecordWarning):
+        assert [d["episode_id"] for d in store.raw_records()] == ["a", "odd", "wrong", "b"]
+    with store:  # resuming opens it for writing, past every odd line
+        store.append(record("c"))
+    with pytest.warns(CorruptRecordWarning):
+        assert "c" in store.done_ids()

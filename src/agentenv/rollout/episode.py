@@ -16,8 +16,14 @@ from typing import Any
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import Principal
+from agentenv.rollout.jsonsafe import describe_problem, safe_text
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode
-from agentenv.rollout.store import EpisodeRecord, PromptEntry
+from agentenv.rollout.store import (
+    NOT_SERIALISABLE,
+    EpisodeRecord,
+    PromptEntry,
+    stand_in_record,
+)
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.task import fill_placeholders
 from agentenv.tasks.bundle import Task
@@ -146,6 +152,42 @@ async def run_episode(
     except Exception as exc:  # the episode's own bug: recorded, the rollout goes on
         status, error = "error", f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - t0
+    try:
+        return _record(ctx, runner, result, episode, status, error, started, duration, record_tools)
+    except Exception as exc:  # what the episode left cannot make a record: say so, go on
+        ended = f" (the episode ended {status})"
+        return EpisodeRecord(
+            episode_id=episode.id,
+            status="error",
+            task=episode.task,
+            agent=episode.agent,
+            seed=episode.seed,
+            repeat=episode.repeat,
+            error=safe_text(f"the episode's record cannot be built: {_reason(exc)}{ended}"),
+            started_at=started,
+            ended_at=_now(),
+            duration_s=duration,
+            worker=WORKER,
+        )
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def _record(
+    ctx: TaskContext,
+    runner: TaskRunner | None,
+    result: Any,
+    episode: PlannedEpisode,
+    status: str,
+    error: str | None,
+    started: datetime,
+    duration: float,
+    record_tools: bool,
+) -> EpisodeRecord:
+    """The record of a finished episode: its result, steps, prompts, tools, trajectory."""
     if result is not None:
         passed, score = result.passed, result.score
         scores = dict(result.scores)
@@ -269,6 +311,16 @@ def _tools(ctx: TaskContext) -> dict[str, list[dict[str, Any]]]:
 WorkItem = tuple[Task, PlanAgent, PlannedEpisode]
 
 
+def _hand_over(record: EpisodeRecord, on_record: Callable[[EpisodeRecord], None]) -> None:
+    """`on_record(record)`; its error stand-in when the record cannot be serialised there
+    (e.g. a Ray worker that serialises records itself)."""
+    try:
+        on_record(record)
+    except (ValueError, TypeError, RecursionError) as exc:
+        reason = f"{NOT_SERIALISABLE}: {describe_problem(record, exc)}"
+        on_record(stand_in_record(record, reason))
+
+
 async def run_episodes(
     work: Iterable[WorkItem],
     on_record: Callable[[EpisodeRecord], None],
@@ -279,7 +331,10 @@ async def run_episodes(
     record_tools: bool = True,
 ) -> None:
     """Run episodes, at most `concurrency` at once, handing each record to `on_record` as
-    it finishes (an error in `on_record`, e.g. a full disk, stops the run)."""
+    it finishes. When `on_record` cannot serialise a record (it raises ValueError,
+    TypeError or RecursionError: a lone surrogate, nesting too deep, a value that is not
+    JSON), it gets the record's error stand-in instead; any other error in `on_record`
+    (e.g. a full disk) stops the run."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1 (got {concurrency})")
     envs = envs if envs is not None else EnvironmentCache()
@@ -290,7 +345,7 @@ async def run_episodes(
             record = await run_episode(
                 task, agent, episode, envs=envs, timeout=timeout, record_tools=record_tools
             )
-            on_record(record)
+            _hand_over(record, on_record)
             await asyncio.sleep(0)  # an episode that never awaited must not starve the rest
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]

@@ -5,7 +5,8 @@ steps build fresh Gateways, whose instances fork the environment's seeded snapsh
 episode sees another's state. Environments are loaded once per plan and shared (an
 Environment is immutable). At most `concurrency` episodes run at once; each has a
 timeout; an episode that raises, hangs or times out is recorded (status `error` or
-`timeout`, with the reason) and the run goes on. Tool code declared `blocking` runs in
+`timeout`, with the reason) and the run goes on; so is one whose record cannot be built or
+serialised (an `error` naming what failed and where). Tool code declared `blocking` runs in
 worker threads (the gateway does that), so the event loop keeps serving other episodes.
 Ctrl-C (or SIGTERM, or `stop()`) stops cleanly: in-flight episodes are cancelled and not
 recorded, every finished one is already in the store, and `--resume` runs the rest.
@@ -130,8 +131,10 @@ class BaseRunner:
         return len(self.plan) - skipped, (e for e in self.plan.episodes() if e.id not in done)
 
     def _record(self, record: EpisodeRecord) -> None:
-        self.store.append(record)
-        self._count(record.status)
+        # A record that cannot be serialised is written as its error stand-in (and counted
+        # as one); only the store itself failing (a full disk) stops the run.
+        written = self.store.append(record)
+        self._count(written.status)
 
     def _count(self, status: str) -> None:
         self.summary.add(status)

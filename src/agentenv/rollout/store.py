@@ -14,6 +14,14 @@ lock dies with its process. `fsync=True` also survives power loss, at a cost per
 
 Reading keeps the last record of each episode id, so a retried episode (`retry_errors`)
 replaces its earlier error record.
+
+A record that cannot be serialised (a lone surrogate, nesting past what the serialiser
+follows, a value that is not JSON, anywhere in it) is never written half: it is
+serialised whole before anything is appended, and when that fails a small stand-in is
+written instead, the episode as an `error` whose reason names what failed and where
+(`record not serialisable: a lone surrogate U+D800 at prompts[0].response ...`). Reading
+skips, with a warning, lines that are not JSON, nest too deep to parse, or are not records
+of this version, so no line of a store can stop a resume, a report or an export.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentenv.grading.score import Score
+from agentenv.rollout.jsonsafe import describe_problem, safe_text
 
 try:  # POSIX: one writer at a time
     import fcntl
@@ -198,15 +207,24 @@ class RolloutStore:
             stacklevel=3,
         )
 
-    def append(self, record: EpisodeRecord) -> None:
-        """Write one record (a whole line, one write)."""
-        self.append_line(record.model_dump_json())
-
-    def append_line(self, line: str) -> None:
-        """Write one record already serialised as JSON (no newline inside)."""
+    def append(self, record: EpisodeRecord) -> EpisodeRecord:
+        """Write one record (a whole line, one write); the record written, which is its
+        error stand-in when the record cannot be serialised (see `record_json`)."""
         if self._fd is None:
             raise StoreError("the store is not open for writing (call open())")
-        data = (line.rstrip("\n") + "\n").encode()
+        line, written = record_json(record)
+        self.append_line(line)
+        return written
+
+    def append_line(self, line: str) -> None:
+        """Write one record already serialised as JSON (no newline inside). The line is
+        checked and encoded whole before anything is written."""
+        if self._fd is None:
+            raise StoreError("the store is not open for writing (call open())")
+        line = line.rstrip("\n")
+        if "\n" in line:
+            raise StoreError("a record line holds a newline (it would be two lines)")
+        data = (line + "\n").encode()
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
@@ -273,6 +291,10 @@ class RolloutStore:
     def raw_records(self, *, latest: bool = True) -> Iterator[dict[str, Any]]:
         """Every record as JSON data, in file order; with `latest`, only the last record
         of each episode id. Lines that are not records are skipped with a warning."""
+        for _, data in self._numbered(latest=latest):
+            yield data
+
+    def _numbered(self, *, latest: bool) -> Iterator[tuple[int, dict[str, Any]]]:
         wanted: set[int] | None = None
         if latest:
             last: dict[str, int] = {}
@@ -291,14 +313,15 @@ class RolloutStore:
                 continue
             data = self._parse(number, line)
             if data is not None:
-                yield data
+                yield number, data
 
     def _parse(self, number: int, line: bytes) -> dict[str, Any] | None:
         try:
             data = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+            reason = "nested too deep to read" if isinstance(exc, RecursionError) else exc
             warnings.warn(
-                f"{self.path}:{number}: skipped a line that is not JSON ({exc})",
+                f"{self.path}:{number}: skipped a line that is not JSON ({reason})",
                 CorruptRecordWarning,
                 stacklevel=4,
             )
@@ -313,9 +336,19 @@ class RolloutStore:
         return data
 
     def records(self, *, latest: bool = True) -> Iterator[EpisodeRecord]:
-        """Every record (see `raw_records`), as EpisodeRecords."""
-        for data in self.raw_records(latest=latest):
-            yield EpisodeRecord.model_validate(data)
+        """Every record (see `raw_records`), as EpisodeRecords; a record this version
+        cannot read (a field of the wrong type, say) is skipped with a warning."""
+        for number, data in self._numbered(latest=latest):
+            try:
+                yield EpisodeRecord.model_validate(data)
+            except (ValueError, TypeError, RecursionError) as exc:  # ValidationError too
+                key = safe_text(str(data["episode_id"]))
+                warnings.warn(
+                    f"{self.path}:{number}: skipped episode {key!r}: its record cannot be "
+                    f"read ({_why_invalid(exc)})",
+                    CorruptRecordWarning,
+                    stacklevel=2,
+                )
 
     def statuses(self) -> dict[str, str]:
         """Episode id -> status of its last record (every line checked to be whole JSON)."""
@@ -341,10 +374,90 @@ class RolloutStore:
 
 def _id_of(line: bytes) -> str | None:
     match = _PREFIX.match(line)
-    if match is not None:
-        return match.group(1).decode()
+    if match is not None and b"\\" not in match.group(1):  # no escapes: the id as written
+        return match.group(1).decode("utf-8", "surrogateescape")
     try:
         data = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return str(data.get("episode_id")) if isinstance(data, dict) else None
+
+
+def _why_invalid(exc: BaseException) -> str:
+    """What is wrong with a record (`status: Input should be ...; started_at: Field
+    required`), from a validation error's first few errors, or the error itself."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+            shown = [
+                f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg', '')}"
+                for e in found[:3]
+            ]
+            more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+            return safe_text("; ".join(shown) + more)
+        except Exception:  # an error that cannot describe itself: its own text will do
+            pass
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return safe_text(f"{type(exc).__name__}: {text[:300]}")
+
+
+# -- records that cannot be written -------------------------------------------------------
+
+NOT_SERIALISABLE = "record not serialisable"
+"""How the reason of a stand-in record begins."""
+
+
+def record_json(record: EpisodeRecord) -> tuple[str, EpisodeRecord]:
+    """The record as one JSON line, and the record that line holds: the record itself, or,
+    when it cannot be serialised, its stand-in (`stand_in_record`). Never raises for what
+    the record holds."""
+    try:
+        return record.model_dump_json(), record
+    except Exception as exc:  # a lone surrogate, nesting too deep, a value that is not JSON
+        stand_in = stand_in_record(record, f"{NOT_SERIALISABLE}: {describe_problem(record, exc)}")
+        return _stand_in_json(stand_in), stand_in
+
+
+def stand_in_record(record: EpisodeRecord, reason: str) -> EpisodeRecord:
+    """The small record that replaces one that cannot be written: the episode (id, task,
+    agent, seed, repeat, times, worker) as an `error` with `reason`, and the status it
+    ended with. Made only of values that can always be serialised."""
+    now = datetime.now(UTC)
+
+    def text(value: Any, default: str = "") -> str:
+        return safe_text(value if isinstance(value, str) else default)
+
+    def when(value: Any) -> datetime:
+        return value if isinstance(value, datetime) else now
+
+    status = getattr(record, "status", None)
+    ended = f" (the episode ended {status}; its record was dropped)" if status else ""
+    repeat = getattr(record, "repeat", 0)
+    duration = getattr(record, "duration_s", 0.0)
+    seed = getattr(record, "seed", None)
+    return EpisodeRecord(
+        episode_id=text(getattr(record, "episode_id", None), "?"),
+        status="error",
+        task=text(getattr(record, "task", None), "?"),
+        agent=text(getattr(record, "agent", None), "?"),
+        seed=seed if isinstance(seed, dict) else {},
+        repeat=repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 0,
+        error=safe_text(reason + ended),
+        started_at=when(getattr(record, "started_at", None)),
+        ended_at=when(getattr(record, "ended_at", None)),
+        duration_s=duration if isinstance(duration, float) and duration == duration else 0.0,
+        worker=text(getattr(record, "worker", None)) or None,
+    )
+
+
+def _stand_in_json(stand_in: EpisodeRecord) -> str:
+    try:
+        return stand_in.model_dump_json()
+    except Exception:  # the seed itself is what cannot be written: drop it
+        pass
+    try:
+        return stand_in.model_copy(update={"seed": {}}).model_dump_json()
+    except Exception:  # cannot happen (plain strings, numbers, times): plain JSON anyway
+        data = stand_in.model_dump(mode="python", exclude={"seed"})
+        return json.dumps(data, ensure_ascii=True, default=str, separators=(",", ":"))
