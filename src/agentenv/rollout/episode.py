@@ -16,7 +16,7 @@ from typing import Any
 
 from agentenv.env.environment import Environment
 from agentenv.env.tool import Principal
-from agentenv.rollout.jsonsafe import describe_problem, safe_text
+from agentenv.rollout.jsonsafe import describe_problem, error_text, safe_text
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode
 from agentenv.rollout.store import (
     NOT_SERIALISABLE,
@@ -163,17 +163,12 @@ async def run_episode(
             agent=episode.agent,
             seed=episode.seed,
             repeat=episode.repeat,
-            error=safe_text(f"the episode's record cannot be built: {_reason(exc)}{ended}"),
+            error=safe_text(f"the episode's record cannot be built: {error_text(exc)}{ended}"),
             started_at=started,
             ended_at=_now(),
             duration_s=duration,
             worker=WORKER,
         )
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text[:300]}"
 
 
 def _record(

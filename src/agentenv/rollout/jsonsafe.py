@@ -104,10 +104,31 @@ def describe_problem(value: Any, exc: BaseException | None = None) -> str:
         return safe_text(f"{what} at {format_path(path)}")
     if exc is None:
         return "no value found that JSON cannot carry"
-    message = str(exc).splitlines()[0] if str(exc) else ""
-    if len(message) > 300:
-        message = message[:300] + "..."
-    return safe_text(f"{type(exc).__name__}: {message}")
+    return error_text(exc)
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as one line: a validation error as its first few errors with their
+    fields (`PromptEntry: response: Input should be a valid string`), anything else as
+    `<type>: <message>`. Always valid UTF-8."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+            shown = [
+                f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg', '')}"
+                for e in found[:3]
+            ]
+            more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+            title = getattr(exc, "title", None)
+            head = f"{title}: " if isinstance(title, str) else ""
+            return safe_text(head + "; ".join(shown) + more)
+        except Exception:  # an error that cannot describe itself: its own text will do
+            pass
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return safe_text(f"{type(exc).__name__}: {text}")
 
 
 def safe_text(text: str) -> str:
@@ -128,4 +149,11 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=True, indent=indent)
 
 
-__all__ = ["describe_problem", "first_problem", "format_path", "json_text", "safe_text"]
+__all__ = [
+    "describe_problem",
+    "error_text",
+    "first_problem",
+    "format_path",
+    "json_text",
+    "safe_text",
+]

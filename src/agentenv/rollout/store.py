@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentenv.grading.score import Score
-from agentenv.rollout.jsonsafe import describe_problem, safe_text
+from agentenv.rollout.jsonsafe import describe_problem, error_text, safe_text
 
 try:  # POSIX: one writer at a time
     import fcntl
@@ -345,7 +345,7 @@ class RolloutStore:
                 key = safe_text(str(data["episode_id"]))
                 warnings.warn(
                     f"{self.path}:{number}: skipped episode {key!r}: its record cannot be "
-                    f"read ({_why_invalid(exc)})",
+                    f"read ({error_text(exc)})",
                     CorruptRecordWarning,
                     stacklevel=2,
                 )
@@ -381,25 +381,6 @@ def _id_of(line: bytes) -> str | None:
     except (ValueError, RecursionError):
         return None
     return str(data.get("episode_id")) if isinstance(data, dict) else None
-
-
-def _why_invalid(exc: BaseException) -> str:
-    """What is wrong with a record (`status: Input should be ...; started_at: Field
-    required`), from a validation error's first few errors, or the error itself."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            found = errors()
-            shown = [
-                f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg', '')}"
-                for e in found[:3]
-            ]
-            more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-            return safe_text("; ".join(shown) + more)
-        except Exception:  # an error that cannot describe itself: its own text will do
-            pass
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return safe_text(f"{type(exc).__name__}: {text[:300]}")
 
 
 # -- records that cannot be written -------------------------------------------------------
