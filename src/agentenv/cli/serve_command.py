@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import anyio
 import typer
+from rich.markup import escape
 
 from agentenv.cli._common import console, fail, load_env
 from agentenv.env import Environment
@@ -91,14 +92,9 @@ def serve(
         )
     if port and not _port_free(host, port):
         fail(f"port {port} on {host} is in use (pick another with --port)")
-    auth_mode = (
-        "trusted local (AgentEnv-Role header)"
-        if is_loopback(host) and not tokens
-        else "bearer tokens"
-    )
     console.print(
-        f"[bold]{env.name}[/] on http://{host}:{port}  card: /.well-known/agent-env.json  "
-        f"auth: {auth_mode}  mode: {gateway.mode}"
+        f"[bold]{escape(env.name)}[/] on http://{host}:{port}  card: /.well-known/agent-env.json"
+        f"  auth: {escape(auth_mode(host, tokens))}  mode: {gateway.mode}"
         + ("  roles: strict" if gateway.strict_roles else ""),
         highlight=False,
     )
@@ -106,6 +102,17 @@ def serve(
         gateway, host=host, port=port, tokens=tokens, max_body=max_body, log_level=log_level
     )
     server.run()
+
+
+def auth_mode(host: str, tokens: dict[str, str]) -> str:
+    """What the banner says about who may call a server on `host` with these tokens
+    (secret -> role): the security mode as `Authenticator.for_host` will enforce it."""
+    if tokens:
+        roles = ", ".join(sorted(set(tokens.values())))
+        return f"bearer tokens (roles: {roles})"
+    if is_loopback(host):
+        return "trusted local (AgentEnv-Role header)"
+    return "none: no --token set, every request but the card is refused (401)"
 
 
 def _serve_stdio(env: Environment, options: dict[str, Any]) -> None:

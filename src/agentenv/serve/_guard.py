@@ -1,17 +1,168 @@
-"""ASGI middleware that refuses requests a browser page could forge (not built yet: passes
-everything through)."""
+"""ASGI middleware that refuses requests a browser page could forge.
+
+A server in trusted local mode takes the `AgentEnv-Role` header at its word, so any web
+page the user opens could drive it: a cross-site form or `fetch` (`text/plain`,
+`application/x-www-form-urlencoded` and `multipart/form-data` need no CORS preflight), or
+a DNS-rebinding page whose own host name now resolves to 127.0.0.1. Three header checks,
+before any body is read, close those doors (docs/security.md):
+
+- **Host** (loopback binds): must name a loopback address (`localhost`, `127.0.0.1`,
+  `[::1]`, any port) or the address the connection reached; else 421, as the MCP SDK.
+- **Origin** (trusted mode): absent (not a browser) or a loopback origin; else 403.
+- **Content-Type** (POST, PUT, PATCH, DELETE): absent, `application/json` or
+  `application/*+json`, parameters allowed; else 415.
+
+Answers are in the one REST error shape, as 401 and 413 are, on every path but MCP's: there
+it is a JSON-RPC error (id null, as the MCP SDK's own transport errors), which MCP clients
+show to their user.
+"""
 
 from __future__ import annotations
 
+import json
+
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentenv.serve import jsonrpc
+from agentenv.serve._http import error_fields
+
+LOOPBACK_NAMES = frozenset({b"localhost", b"127.0.0.1", b"[::1]"})
+"""Host names a loopback server answers to (any port)."""
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_MCP_END = "/mcp"
+_SHOWN = 120  # how much of a hostile header value a message repeats
+
+
+def authority_name(authority: bytes) -> bytes | None:
+    """The host part of `host[:port]` (IPv6 kept in brackets), lower-cased; None if the
+    value is not a well-formed authority (a port that is not a number, a stray `@`)."""
+    value = authority.strip().lower()
+    if value.startswith(b"["):
+        end = value.find(b"]")
+        if end < 0:
+            return None
+        name, rest = value[: end + 1], value[end + 1 :]
+    else:
+        name, sep, port = value.partition(b":")
+        rest = sep + port
+    if rest and not (rest[:1] == b":" and rest[1:].isdigit()):
+        return None
+    if not name or b"@" in name or b"/" in name:
+        return None
+    return name
+
+
+def is_json_type(content_type: bytes) -> bool:
+    """Whether a Content-Type is JSON: `application/json` or `application/*+json`, any
+    parameters (`; charset=utf-8`)."""
+    media = content_type.split(b";", 1)[0].strip().lower()
+    if media == b"application/json":
+        return True
+    return media.startswith(b"application/") and media.endswith(b"+json") and len(media) > 17
+
+
+def _reached(scope: Scope) -> bytes | None:
+    # The address the connection reached, as the server reports it (uvicorn: the socket's
+    # own address; an in-process transport: its base URL's host, e.g. `testserver`). A
+    # rebinding page cannot change it: it names the attacker's domain in Host instead.
+    server = scope.get("server")
+    if not server or not isinstance(server[0], str):
+        return None
+    name = server[0].lower()
+    return (f"[{name}]" if ":" in name else name).encode("latin-1", "replace")
+
+
+def _local_name(name: bytes | None, scope: Scope) -> bool:
+    return name is not None and (name in LOOPBACK_NAMES or name == _reached(scope))
+
+
+def _local_origin(origin: bytes, scope: Scope) -> bool:
+    scheme, sep, authority = origin.strip().lower().partition(b"://")
+    if not sep or scheme not in (b"http", b"https"):
+        return False  # `null` (sandboxed frames, file: pages) and anything odd
+    return _local_name(authority_name(authority), scope)
+
+
+def _shown(value: bytes) -> str:
+    text = value.decode("latin-1")
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
 class RequestGuard:
-    """Refuses cross-site and DNS-rebinding requests on a server in trusted local mode."""
+    """Refuses cross-site and DNS-rebinding requests before they reach a route.
 
-    def __init__(self, app: ASGIApp, *, loopback: bool = True) -> None:
+    `loopback`: the server listens on loopback only, so `Host` is checked. `trusted`: the
+    server runs in trusted local mode (no tokens), so foreign `Origin`s are refused; with
+    tokens the bearer is what protects, and a page has none. Header scan only: no body is
+    read, nothing is parsed unless a header is wrong.
+    """
+
+    def __init__(self, app: ASGIApp, *, loopback: bool = True, trusted: bool = True) -> None:
         self.app = app
         self.loopback = loopback
+        self.trusted = trusted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self.refusal(scope)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> Response | None:
+        """The answer that refuses this request, or None to let it through."""
+        bad_host = bad_origin = bad_type = None
+        check_type = scope["method"] in _BODY_METHODS
+        for name, value in scope["headers"]:
+            if name == b"host":
+                if self.loopback and not _local_name(authority_name(value), scope):
+                    bad_host = bad_host or value
+            elif name == b"origin":
+                if self.trusted and not _local_origin(value, scope):
+                    bad_origin = bad_origin or value
+            elif name == b"content-type" and check_type and not is_json_type(value):
+                bad_type = bad_type or value
+        if bad_host is not None:
+            return _refuse(
+                scope,
+                421,
+                "misdirected_host",
+                f"Host {_shown(bad_host)!r} is not this server: on loopback it answers only "
+                "to localhost, 127.0.0.1 or [::1] (protection against DNS rebinding)",
+                "call it as http://127.0.0.1:PORT; a reverse proxy in front of it must send "
+                "one of those names as Host",
+            )
+        if bad_origin is not None:
+            return _refuse(
+                scope,
+                403,
+                "foreign_origin",
+                f"requests from the web page origin {_shown(bad_origin)!r} are refused: in "
+                "trusted local mode only pages on localhost may call this server",
+                "to serve clients elsewhere, run with --token ROLE=SECRET and send "
+                "Authorization: Bearer <secret>",
+            )
+        if bad_type is not None:
+            return _refuse(
+                scope,
+                415,
+                "unsupported_media_type",
+                f"Content-Type {_shown(bad_type)!r} is not JSON: this server reads "
+                "application/json (or application/*+json) bodies only",
+                "send Content-Type: application/json (curl: --json, or "
+                "-H 'Content-Type: application/json'; -d alone sends a form)",
+            )
+        return None
+
+
+def _refuse(scope: Scope, status: int, kind: str, message: str, hint: str) -> Response:
+    body: object
+    if scope["path"].endswith(_MCP_END):
+        body = jsonrpc.error(None, jsonrpc.INVALID_REQUEST, message, kind)
+        body["error"]["data"]["hint"] = hint
+    else:
+        body = {"ok": False, "error": error_fields(kind, message, hint=hint)}
+    return Response(json.dumps(body), status_code=status, media_type="application/json")

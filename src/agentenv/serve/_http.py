@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -14,6 +15,7 @@ from agentenv.env.tool import Principal
 from agentenv.gateway.auth import Authenticator
 from agentenv.gateway.errors import DEFAULT_INSTANCE
 from agentenv.spec.errors import format_location
+from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message, raw_too_deep
 
 ROLE_HEADER = "agentenv-role"
 SESSION_HEADER = "agentenv-session"
@@ -27,6 +29,8 @@ M = TypeVar("M", bound=BaseModel)
 _CODE_OF_KIND = {
     "bad_request": "invalid_params",
     "malformed_json": "invalid_params",
+    "too_deep": "invalid_params",
+    "foreign_origin": "permission_denied",
     "invalid_arguments": "invalid_params",
     "forbidden": "permission_denied",
     "denied": "permission_denied",
@@ -94,14 +98,38 @@ def validation_message(exc: ValidationError) -> str:
 
 
 async def read_json(request: Request) -> Any:
-    """The request body as JSON; a 400 HttpError if it is not."""
-    raw = await request.body()
+    """The request body as JSON; a 400 HttpError if it is not (kind `malformed_json`, or
+    `too_deep` for a value nested past `MAX_JSON_DEPTH`, refused before it is parsed)."""
+    return parse_json(await request.body())
+
+
+def parse_json(raw: bytes) -> Any:
+    """A request body as JSON, held to the limits of every transport; a 400 HttpError if
+    it is empty, not UTF-8, not JSON, or nested too deep."""
     if not raw:
         raise HttpError(400, "bad_request", "the request needs a JSON body")
+    # The nesting check comes first: `json` recurses per level and would raise
+    # RecursionError (a 500) a few hundred levels in.
+    if raw_too_deep(raw):
+        raise _too_deep()
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # Strict UTF-8 (RFC 8259): json.loads(bytes) would let encoded surrogates through.
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise HttpError(400, "malformed_json", f"malformed JSON body: not UTF-8 ({exc})") from None
+    except RecursionError:  # raw_too_deep should have seen it; never a 500 if it did not
+        raise _too_deep() from None
+    except json.JSONDecodeError as exc:
         raise HttpError(400, "malformed_json", f"malformed JSON body: {exc}") from None
+    except ValueError:  # an integer literal past Python's digit limit
+        digits = sys.get_int_max_str_digits()
+        message = f"malformed JSON body: a number with more than {digits} digits"
+        raise HttpError(400, "malformed_json", message) from None
+
+
+def _too_deep() -> HttpError:
+    hint = f"each object or array is one level; the whole body may nest {MAX_JSON_DEPTH}"
+    return HttpError(400, "too_deep", depth_message(), hint=hint)
 
 
 async def read_model(request: Request, model: type[M]) -> M:

@@ -53,10 +53,18 @@ async def handle(
     return await _one(gateway, principal, instance, payload, namespace)
 
 
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC ids are strings, numbers or null; pydantic would read `true` as 1.
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
 async def _one(
     gateway: Gateway, principal: Principal, instance: str, payload: Any, namespace: str
 ) -> dict[str, Any] | None:
     raw_id = payload.get("id") if isinstance(payload, dict) else None
+    if not _valid_id(raw_id):  # never echo an id that is not one (the spec says null)
+        message = f"invalid request: id: expected a string, a number or null, got {raw_id!r:.80}"
+        return error(None, INVALID_REQUEST, message, "invalid_request")
     try:
         request = JsonRpcRequest.model_validate(payload)
     except ValidationError as exc:
@@ -84,6 +92,11 @@ async def _one(
         return error(request.id, FORBIDDEN, str(exc), "permission_denied")
     except GatewayError as exc:
         return error(request.id, DATA_ERROR, str(exc), _FAILED[request.method])
+    except (ValueError, TypeError) as exc:
+        # Data the state cannot hold (a lone surrogate it cannot hash, ...) that the
+        # gateway did not name itself: still this request's error, never a 500.
+        message = f"{request.method} failed: {type(exc).__name__}: {exc}"
+        return error(request.id, DATA_ERROR, message, _FAILED[request.method])
     if request.id is None and "id" not in (payload or {}):
         return None
     return {"jsonrpc": "2.0", "id": request.id, "result": result}
