@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentenv import Principal
+from agentenv import SYSTEM, Principal
 from agentenv.gateway import ADMIN_ROLE, Authenticator, AuthError, is_loopback, parse_tokens
+from agentenv.gateway.auth import RESERVED_ROLES
 
 
 @pytest.mark.parametrize(
@@ -59,6 +60,47 @@ def test_the_protocols_default_role_is_the_environments_default_role(header: str
 )
 def test_resolve_role(value: object, role: str) -> None:
     assert Authenticator(default_role="agent").resolve_role(value) == role
+
+
+# -- reserved roles --------------------------------------------------------------------------
+
+
+def test_system_is_the_one_reserved_role() -> None:
+    # The gateway's own principal (triggers, control operations) passes every access rule.
+    assert RESERVED_ROLES == {SYSTEM.role} == {"system"}
+
+
+@pytest.mark.parametrize("value", ["system", " system ", "\tsystem\n"])
+def test_a_reserved_role_is_refused_wherever_a_caller_names_it(value: str) -> None:
+    auth = Authenticator(default_role="agent")
+    # As an MCP `_meta` entry or any other caller-named role ...
+    with pytest.raises(AuthError, match="'system' is reserved"):
+        auth.resolve_role(value)
+    # ... and as the role header in trusted mode.
+    with pytest.raises(AuthError, match="'system' is reserved"):
+        auth.principal(value, None)
+
+
+@pytest.mark.parametrize("role", ["System", "SYSTEM", "systems", "system-agent"])
+def test_names_near_system_are_ordinary_roles(role: str) -> None:
+    # Roles are compared exactly everywhere: nothing treats these as the gateway's own.
+    assert Authenticator().resolve_role(role) == role
+
+
+def test_a_reserved_role_cannot_be_a_tokens_role_or_the_default() -> None:
+    with pytest.raises(ValueError, match="'system' is reserved"):
+        Authenticator({"s3cret": "system"})
+    with pytest.raises(ValueError, match="'system' is reserved"):
+        Authenticator({"s3cret": " system "})
+    with pytest.raises(ValueError, match="'system' is reserved"):
+        Authenticator(default_role="system")
+    with pytest.raises(ValueError, match="'system' is reserved"):
+        parse_tokens(["system=s3cret"])
+
+
+def test_with_tokens_a_reserved_role_header_grants_nothing_and_is_not_looked_at() -> None:
+    auth = Authenticator({"s3cret": "agent"})
+    assert auth.principal("system", "Bearer s3cret").role == "agent"
 
 
 def test_a_token_for_default_acts_as_the_default_role() -> None:
