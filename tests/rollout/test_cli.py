@@ -124,3 +124,65 @@ def test_report_tables_and_json(oracle_run: Path, tmp_path: Path) -> None:
     assert data["agents"]["oracle"]["pass@k"]["1"] == pytest.approx(4 / 6)
     assert data["tasks"]["counters/wrong"]["oracle"]["passed"] == 0
     assert cli("report", tmp_path).exit_code == 1
+
+
+def test_a_store_warning_shows_the_line_number_as_it_is(oracle_run: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    first = json.loads((oracle_run / "episodes.jsonl").read_text().splitlines()[0])
+    lines = [json.dumps({**first, "episode_id": f"e{i}"}) + "\n" for i in range(99)]
+    (run / "episodes.jsonl").write_text("".join(lines) + "{not json\n")
+    result = cli("report", run)
+    assert result.exit_code == 0, result.output
+    assert "episodes.jsonl:100: skipped a line that is not JSON" in result.stderr
+    assert "\N{HUNDRED POINTS SYMBOL}" not in result.stderr  # `:100:` is not an emoji code
+
+
+POISON_AGENT = '''
+def answer(turn):
+    """Answers with a lone surrogate, which no JSON file can hold."""
+    return "done \\ud800"
+'''
+
+
+def test_a_rollout_with_poisoned_episodes_finishes_and_resumes(
+    bundle: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "poison.py"
+    script.write_text(POISON_AGENT)
+    out = tmp_path / "run"
+    args = [bundle / "tasks" / "bump.yaml", "-a", "oracle", "-a", f"scripted:{script}:answer"]
+    result = cli("rollout", *args, "-n", "3", "-o", out, "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "6 episodes in" in result.stdout and "3 passed, 0 failed, 3 errors" in result.stdout
+    errors = [r for r in RolloutStore(out).records() if r.status == "error"]
+    assert len(errors) == 3
+    assert all(
+        "record not serialisable: a lone surrogate U+D800" in (r.error or "") for r in errors
+    )
+    resumed = cli("rollout", *args, "-n", "3", "-o", out, "--no-progress", "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert "0 episodes in" in resumed.stdout and "6 were already done" in resumed.stdout
+    assert "warning" not in resumed.stderr
+    report_json = json.loads(cli("report", out, "--json").stdout)
+    assert report_json["episodes"] == 6
+    assert report_json["agents"][f"scripted:{script}:answer"]["errors"] == 3
+    exported = cli("export", out, "-f", "sft-chat")
+    assert exported.exit_code == 0 and len(exported.stdout.splitlines()) == 3
+
+
+def test_export_keeps_atif_files_inside_out_whatever_the_ids(
+    oracle_run: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "a" / "b" / "run"
+    run.mkdir(parents=True)
+    first = json.loads((oracle_run / "episodes.jsonl").read_text().splitlines()[0])
+    lines = [json.dumps({**first, "episode_id": key}) for key in ("../../x", "/etc/x", "..")]
+    (run / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "a" / "b" / "atif"
+    result = cli("export", run, "-f", "atif", "-o", out)
+    assert result.exit_code == 0, result.output
+    names = {p.name for p in out.iterdir()}
+    assert names == {"%2E..json", "%2E.%2F..%2Fx.json", "%2Fetc%2Fx.json"}
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["b"]  # nothing written beside
+    assert "exported 3 atif document(s)" in result.stderr

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 from pathlib import Path
@@ -288,3 +289,131 @@ def test_a_conversation_with_a_simulated_user(make_bundle: Any, tmp_path: Path) 
     assert validate_atif(atif) == []
     sources = [s["source"] for s in atif["steps"]]
     assert sources == ["user", "agent", "agent", "user", "agent", "user"]
+
+
+# -- hostile ids and odd records ------------------------------------------------------------
+
+
+def episode(episode_id: str, response: str = "ok", **fields: Any) -> EpisodeRecord:
+    """A one-prompt record (one conversation, so one document in every format)."""
+    from datetime import UTC, datetime
+
+    from agentenv.rollout import PromptEntry
+
+    now = datetime.now(UTC)
+    prompt = PromptEntry(prompt_id="p1", agent_name="w", prompt="hi", response=response)
+    return EpisodeRecord(
+        episode_id=episode_id,
+        status="passed",
+        task="b/t",
+        agent="oracle",
+        passed=True,
+        started_at=now,
+        ended_at=now,
+        duration_s=0.1,
+        prompts=[prompt],
+        **fields,
+    )
+
+
+HOSTILE_IDS = [
+    "../../x",
+    "../../../escaped",
+    "/abs/olute",
+    "a/b",
+    "..",
+    ".",
+    ".hidden",
+    "nul\x00byte",
+    "back\\slash",
+    "",
+    "%2E%2E%2Fx",  # what ../x is encoded to: must not collide with it
+    "../x",
+    "Ünïcödé",
+    "surrogate\ud800",
+    "long" * 100,
+]
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def test_atif_files_stay_in_the_folder_whatever_the_episode_ids(tmp_path: Path) -> None:
+    run = tmp_path / "deep" / "er" / "run"
+    with RolloutStore(run) as store:
+        for key in HOSTILE_IDS:  # as JSON with ASCII escapes: a lone surrogate id fits too
+            store.append_line(json.dumps(episode(key).model_dump(mode="json")))
+    out = tmp_path / "deep" / "er" / "atif"
+    before = files_under(tmp_path)
+    assert export_run(run, "atif", out) == len(HOSTILE_IDS)
+    new = files_under(tmp_path) - before
+    assert all(p.parent == out for p in new), sorted(map(str, new))
+    assert len(new) == len(HOSTILE_IDS)  # distinct ids, distinct files
+    by_session = {}
+    for path in new:
+        assert not path.name.startswith(".") and len(path.name) <= 210
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        by_session[doc["session_id"]] = path.name
+    assert set(by_session) == set(HOSTILE_IDS)
+    assert by_session["../../x"] == "%2E.%2F..%2Fx.json"
+    assert by_session["a/b"] == "a%2Fb.json" and by_session[".."] == "%2E..json"
+    assert by_session[""] == "%.json"
+
+
+def test_safe_file_names_are_distinct_and_plain_ids_keep_theirs() -> None:
+    from agentenv.rollout.exporters import safe_file_name
+
+    names = [safe_file_name(key) for key in HOSTILE_IDS]
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert "/" not in name and "\\" not in name and "\x00" not in name
+        assert name not in (".", "..") and not name.startswith(".")
+        name.encode("ascii")
+    assert safe_file_name("0123abcd89ef4567-worker", ".json") == "0123abcd89ef4567-worker.json"
+
+
+def test_atif_never_follows_a_link_left_in_the_folder(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with RolloutStore(run) as store:
+        store.append(episode("e1"))
+    out = tmp_path / "atif"
+    out.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (out / "e1.json").symlink_to(target)
+    with pytest.raises(ExportError, match=r"cannot write .*e1\.json"):
+        export_run(run, "atif", out)
+    assert target.read_text() == "keep me"
+
+
+def test_odd_records_from_older_versions_are_exported_or_skipped_not_fatal(
+    tmp_path: Path,
+) -> None:
+    from agentenv.rollout.exporters import ExportWarning
+
+    run = tmp_path / "run"
+    broken_line = episode("broken").model_dump(mode="json")
+    broken_line["prompts"][0]["env_ids"] = ["main"]
+    row = {"kind": "call", "env_id": "main", "seq": 0, "session": "p1", "principal": "w"}
+    broken_line["trajectory"] = [{**row, "error": "a string, where a version wrote an object"}]
+    odd = episode("odd").model_dump(mode="json")
+    odd["prompts"][0]["response"] = "half a pair: \ud800"  # json.dumps escapes it: writable
+    with RolloutStore(run) as store:
+        store.append(episode("a"))
+        store.append_line(json.dumps(broken_line))
+        store.append_line(json.dumps(odd))
+        store.append(episode("b"))
+    for fmt in ("sft-chat", "rl", "atif"):
+        path = tmp_path / f"out-{fmt}.jsonl"
+        with pytest.warns(ExportWarning, match="skipped episode 'broken'"):
+            assert export_run(run, fmt, path) == 3
+        docs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert len(docs) == 3
+        assert "half a pair: \ud800" in json.dumps(docs, ensure_ascii=False)  # escaped, whole
+    with pytest.warns(ExportWarning, match="skipped episode 'broken'"):
+        assert export_run(run, "atif", tmp_path / "atif") == 3
+    if importlib.util.find_spec("pyarrow") is not None:
+        assert export_run(run, "parquet", tmp_path / "e.parquet") == 4
+        back = {r.episode_id: r for r in read_parquet_records(tmp_path / "e.parquet")}
+        assert back["odd"].prompts[0].response == "half a pair: \ud800"

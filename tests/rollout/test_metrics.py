@@ -123,3 +123,27 @@ def test_no_records_no_metrics() -> None:
     assert m.episodes == 0 and m.agents == {} and m.ks == [1]
     with pytest.raises(ValueError, match="at least 1"):
         compute_metrics([], ks=[0])
+
+
+def test_records_that_cannot_be_counted_are_skipped_with_a_warning() -> None:
+    from agentenv.rollout import CorruptRecordWarning
+
+    good = rec("t", "a", "passed", 1.0)
+    bad_score = {**rec("t", "a", "passed"), "episode_id": "s", "score": "high"}
+    no_task = {k: v for k, v in rec("t", "a", "failed").items() if k != "task"}
+    odd_usage = {**rec("t", "a", "failed"), "usage": {"prompt_tokens": "many", "cost": 1.5}}
+    with pytest.warns(CorruptRecordWarning) as caught:
+        metrics = compute_metrics([good, bad_score, no_task, odd_usage])
+    assert metrics.episodes == 2 and metrics.agents["a"].usage == {"cost": 1.5}
+    messages = [str(w.message) for w in caught]
+    assert any("skipped episode 's'" in m and "could not convert" in m for m in messages)
+    assert any("KeyError: 'task'" in m for m in messages)
+
+
+def test_table_cells_show_names_as_they_are() -> None:
+    metrics = compute_metrics([rec("b/[bold]t:100:", "[red]agent", "passed", 1.0)])
+    out = io.StringIO()
+    console = Console(file=out, width=300, force_terminal=False)
+    for table in metrics.tables():
+        console.print(table)
+    assert "b/[bold]t:100:" in out.getvalue() and "[red]agent" in out.getvalue()

@@ -270,3 +270,13 @@ def test_reading_survives_what_older_versions_or_hand_edits_left(tmp_path: Path)
         store.append(record("c"))
     with pytest.warns(CorruptRecordWarning):
         assert "c" in store.done_ids()
+
+
+def test_a_line_without_an_id_is_reported_when_episodes_repeat(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path)
+    with store:
+        store.append(record("a", "error"))
+        store.append(record("a"))  # a retry: reading keeps only the last of each id
+        store.append_line("{not json")
+    with pytest.warns(CorruptRecordWarning, match=":3: skipped a line that is not JSON"):
+        assert [r.episode_id for r in store.records()] == ["a"]

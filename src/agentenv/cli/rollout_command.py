@@ -14,11 +14,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from agentenv.cli._common import console, err_console, fail
 from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
 from agentenv.rollout.exporters.registry import get_exporter
+from agentenv.rollout.jsonsafe import safe_text
 from agentenv.rollout.local import DEFAULT_CONCURRENCY, LocalRunner, RolloutSummary
 from agentenv.rollout.metrics import compute_metrics
 from agentenv.rollout.plan import PlanError, RolloutPlan
@@ -36,12 +37,23 @@ def _warnings_to_console() -> Iterator[None]:
     """Show Python warnings (e.g. a partial record dropped on resume) as one clean line."""
 
     def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-        err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False)
+        # Text, not markup: `episodes.jsonl:100:` is a path and a line, not an emoji code
+        err_console.print(_warning(str(message)), highlight=False)
 
     with warnings.catch_warnings():  # restores showwarning and the filters after
         warnings.simplefilter("always")
         warnings.showwarning = show
         yield
+
+
+def _warning(message: str) -> Text:
+    """`warning: <message>`, the message shown as it is (no markup, no emoji codes)."""
+    return Text.assemble(("warning:", "yellow"), " ", safe_text(message))
+
+
+def _plain(message: str) -> None:
+    """Print a line to stdout as it is: paths and names are not markup or emoji codes."""
+    console.print(safe_text(message), markup=False, emoji=False, highlight=False)
 
 
 def _value(raw: str) -> Any:
@@ -159,8 +171,10 @@ def rollout(
         previous = store.read_plan() if resume else None
         if previous is not None and previous.get("tasks") != plan.describe()["tasks"]:
             err_console.print(
-                "[yellow]warning:[/] the tasks differ from the run folder's plan.json; "
-                "episodes already done are kept",
+                _warning(
+                    "the tasks differ from the run folder's plan.json; episodes already done "
+                    "are kept"
+                ),
                 highlight=False,
             )
         bar = RichProgress(err_console) if progress else None
@@ -189,20 +203,21 @@ def rollout(
         err_console.print(
             f"interrupted: {summary.remaining} episodes left; run the same command with "
             "--resume to finish",
+            markup=False,
+            emoji=False,
             highlight=False,
         )
         raise typer.Exit(INTERRUPTED_EXIT)
 
 
 def _print_summary(summary: RolloutSummary, folder: Path) -> None:
-    console.print(
+    _plain(
         f"{summary.ran} episodes in {summary.elapsed_s:.1f} s "
         f"({summary.episodes_per_s:.1f}/s): {summary.passed} passed, {summary.failed} failed, "
         f"{summary.errors} errors, {summary.timeouts} timeouts"
-        + (f"; {summary.skipped} were already done" if summary.skipped else ""),
-        highlight=False,
+        + (f"; {summary.skipped} were already done" if summary.skipped else "")
     )
-    console.print(f"run folder: {folder}   (agent-env report {folder})", highlight=False)
+    _plain(f"run folder: {folder}   (agent-env report {folder})")
 
 
 def export(
@@ -262,8 +277,13 @@ def export(
                 sys.stdout.flush()
         except (ExportError, StoreError) as exc:
             fail(str(exc))
+        except OSError as exc:  # the destination: a file where a folder goes, no permission
+            fail(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
     err_console.print(
-        f"exported {count} {format} document(s)" + (f" to {out}" if out else ""), highlight=False
+        safe_text(f"exported {count} {format} document(s)" + (f" to {out}" if out else "")),
+        markup=False,
+        emoji=False,
+        highlight=False,
     )
 
 
@@ -298,4 +318,4 @@ def report(
     line = f"{metrics.episodes} episodes"
     if isinstance(planned, int) and planned > metrics.episodes:
         line += f" of {planned} planned ({planned - metrics.episodes} not done: --resume)"
-    console.print(line, highlight=False)
+    _plain(line)

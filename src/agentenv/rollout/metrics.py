@@ -20,12 +20,14 @@ Definitions (docs/metrics.md says the same, with examples):
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from agentenv.rollout.store import FINISHED_OK, EpisodeRecord
+from agentenv.rollout.jsonsafe import error_text, safe_text
+from agentenv.rollout.store import FINISHED_OK, CorruptRecordWarning, EpisodeRecord
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -100,8 +102,39 @@ def _row(record: EpisodeRecord | dict[str, Any]) -> _Row:
         reward=reward,
         duration_s=float(data.get("duration_s") or 0.0),
         calls=int(data.get("calls") or 0),
-        usage=dict(data.get("usage") or {}),
+        usage=_numbers(data.get("usage")),
     )
+
+
+def _numbers(usage: Any) -> dict[str, int | float]:
+    """The token counters of a record's usage (what is not a number is not a counter)."""
+    if not isinstance(usage, dict):
+        return {}
+    return {
+        str(k): v
+        for k, v in usage.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+
+
+def _rows(records: Iterable[EpisodeRecord | dict[str, Any]]) -> list[_Row]:
+    """The rows of the records; a record that cannot be one (a missing task, a score that
+    is not a number: data an older version or a hand edit left) is skipped with a warning."""
+    rows = []
+    for record in records:
+        try:
+            rows.append(_row(record))
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
+            key = (
+                record.episode_id if isinstance(record, EpisodeRecord) else record.get("episode_id")
+            )
+            warnings.warn(
+                f"metrics: skipped episode {safe_text(str(key))!r}: its record cannot be "
+                f"counted ({error_text(exc)})",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+    return rows
 
 
 @dataclass
@@ -199,6 +232,7 @@ class RunMetrics:
     def tables(self) -> list[Any]:
         """Rich tables: one row per agent, then one row per task and agent."""
         from rich.table import Table
+        from rich.text import Text  # names as they are: `[x]` and `:100:` are not markup
 
         def columns(table: Any, first: list[str]) -> None:
             for name in first:
@@ -213,7 +247,7 @@ class RunMetrics:
             table.add_column("calls", justify="right")
             table.add_column("s/ep", justify="right")
 
-        def cells(m: SliceMetrics) -> list[str]:
+        def cells(m: SliceMetrics) -> list[str]:  # numbers only: no markup in them
             return [
                 str(m.episodes),
                 f"{m.pass_rate:.0%}",
@@ -228,12 +262,12 @@ class RunMetrics:
         by_agent = Table(title="by agent")
         columns(by_agent, ["agent"])
         for agent, m in self.agents.items():
-            by_agent.add_row(agent, *cells(m))
+            by_agent.add_row(Text(agent), *cells(m))
         by_task = Table(title="by task")
         columns(by_task, ["task", "agent"])
         for task, agents in self.tasks.items():
             for agent, m in agents.items():
-                by_task.add_row(task, agent, *cells(m))
+                by_task.add_row(Text(task), Text(agent), *cells(m))
         return [by_agent, by_task]
 
 
@@ -247,7 +281,7 @@ def compute_metrics(
     """Metrics of records (EpisodeRecords or their JSON data; one per episode).
 
     `ks` defaults to 1 and the largest group's size (the repeats of a full plan)."""
-    rows = [_row(r) for r in records]
+    rows = _rows(records)
     groups: dict[tuple[str, str, str], int] = {}
     for row in rows:
         key = (row.task, row.agent, row.group)

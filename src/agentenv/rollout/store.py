@@ -298,16 +298,18 @@ class RolloutStore:
         wanted: set[int] | None = None
         if latest:
             last: dict[str, int] = {}
+            unread: list[int] = []  # parsed in the second pass, which says what they are
             duplicates = False
             with warnings.catch_warnings():  # the second pass warns
                 warnings.simplefilter("ignore", CorruptRecordWarning)
                 for number, line in self._lines():
                     key = _id_of(line)
                     if key is None:
+                        unread.append(number)
                         continue
                     duplicates = duplicates or key in last
                     last[key] = number
-            wanted = set(last.values()) if duplicates else None
+            wanted = {*last.values(), *unread} if duplicates else None
         for number, line in self._lines():
             if wanted is not None and number not in wanted:
                 continue

@@ -9,11 +9,13 @@ from agentenv.rollout.exporters.base import (
     Exporter,
     ExportError,
     ExportFilter,
+    ExportWarning,
     MessageView,
     PromptView,
     ToolCallView,
     chat_messages,
     conversations,
+    safe_file_name,
 )
 from agentenv.rollout.exporters.parquet import read_parquet_records
 from agentenv.rollout.exporters.registry import EXPORTERS, export_run, get_exporter
@@ -26,6 +28,7 @@ __all__ = [
     "Conversation",
     "ExportError",
     "ExportFilter",
+    "ExportWarning",
     "Exporter",
     "MessageView",
     "PromptView",
@@ -35,5 +38,6 @@ __all__ = [
     "export_run",
     "get_exporter",
     "read_parquet_records",
+    "safe_file_name",
     "validate_atif",
 ]

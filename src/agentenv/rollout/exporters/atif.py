@@ -16,19 +16,31 @@ answer. `session_id` is the episode id (plus `-<agent>` when several agents spok
 Scores go in `final_metrics.extra`, the episode's ids in the root `extra.agentenv`.
 
 To stdout or a `.jsonl` file: one trajectory per line. To a folder: one
-`<session_id>.json` file per trajectory (Harbor's own runs keep one `trajectory.json`).
+`<session_id>.json` file per trajectory (Harbor's own runs keep one `trajectory.json`),
+its name made safe by `safe_file_name` (an id such as `../../x` cannot leave the folder).
 """
 
 from __future__ import annotations
 
-import json
+import os
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from agentenv.rollout.exporters.base import Conversation, Exporter, MessageView, conversations
+from agentenv.rollout.exporters.base import (
+    Conversation,
+    Exporter,
+    ExportError,
+    ExportWarning,
+    MessageView,
+    conversations,
+    safe_file_name,
+    skip_record,
+)
 from agentenv.rollout.exporters.registry import EXPORTERS
+from agentenv.rollout.jsonsafe import json_text, safe_text
 from agentenv.rollout.store import EpisodeRecord
 
 ATIF_VERSION = "ATIF-v1.4"
@@ -335,12 +347,52 @@ class AtifExporter(Exporter):
 
     def write(self, records: Iterable[EpisodeRecord], out: IO[str] | Path) -> int:
         if isinstance(out, Path) and (out.is_dir() or not out.suffix):
-            out.mkdir(parents=True, exist_ok=True)
-            count = 0
-            for record in records:
-                for doc in self.documents(record):
-                    path = out / f"{doc['session_id']}.json"
-                    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False), "utf-8")
-                    count += 1
-            return count
+            return self._write_folder(records, out)
         return super().write(records, out)
+
+    def _write_folder(self, records: Iterable[EpisodeRecord], out: Path) -> int:
+        """One `<session_id>.json` per trajectory, named by `safe_file_name` so no id
+        writes outside `out`; an existing symbolic link is never followed."""
+        out.mkdir(parents=True, exist_ok=True)
+        written: set[str] = set()
+        count = 0
+        for record in records:
+            docs = list(self.documents_or_skip(record))
+            for doc, text in docs:
+                session = str(doc["session_id"])
+                name = safe_file_name(session, ".json")
+                n = 1
+                while name.lower() in written:  # two ids, one name (case-folding file systems)
+                    n += 1
+                    name = safe_file_name(f"{session}~{n}", ".json")
+                if n > 1:
+                    warnings.warn(
+                        f"session {safe_text(session)!r} is written to {name}: "
+                        "another trajectory of this export has its file name",
+                        ExportWarning,
+                        stacklevel=2,
+                    )
+                written.add(name.lower())
+                _write_new(out / name, text)
+                count += 1
+        return count
+
+    def documents_or_skip(self, record: EpisodeRecord) -> list[tuple[dict[str, Any], str]]:
+        """(document, its JSON text) for each trajectory of the record; none, with a
+        warning, when they cannot be made (see `Exporter.lines`)."""
+        try:
+            docs = list(self.documents(record))
+            return [(doc, json_text(doc, indent=2)) for doc in docs]
+        except Exception as exc:
+            skip_record(self.name, record, exc)
+            return []
+
+
+def _write_new(path: Path, text: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

@@ -4,19 +4,63 @@ its answers), which the chat, RL and ATIF formats are all written from."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
+from urllib.parse import quote
 
+from agentenv.rollout.jsonsafe import error_text, json_text, safe_text
 from agentenv.rollout.store import EpisodeRecord, PromptEntry
 from agentenv.state import SEPARATOR
 
 
 class ExportError(Exception):
     """An export that cannot be done (a missing optional library, a bad destination)."""
+
+
+class ExportWarning(UserWarning):
+    """What an export left out or changed: an episode whose documents cannot be made, a
+    file renamed because another trajectory had its name."""
+
+
+def skip_record(exporter: str, record: EpisodeRecord, exc: BaseException) -> None:
+    """Warn that `record` is left out of an export, and why (the export goes on)."""
+    warnings.warn(
+        f"skipped episode {safe_text(str(record.episode_id))!r} ({safe_text(record.task)}): "
+        f"its {exporter} documents cannot be made ({error_text(exc)})",
+        ExportWarning,
+        stacklevel=3,
+    )
+
+
+FILE_NAME_MAX = 200
+"""The longest file name `safe_file_name` makes (before its suffix)."""
+
+
+def safe_file_name(key: str, suffix: str = "") -> str:
+    """A file name for an id that stays inside its folder whatever the id holds.
+
+    Every character but ASCII letters, digits and `_ - . ~` is percent-encoded (its UTF-8
+    bytes; a lone surrogate's too), and so is a leading `.` (no hidden files, never `.` or
+    `..`): `../../x` becomes `%2E.%2F..%2Fx`, `a/b` becomes `a%2Fb`. `%` itself is encoded,
+    so distinct ids get distinct names, and an id of safe characters only (every id
+    agentenv makes) keeps its own name. The empty id is `%`; a name past
+    `FILE_NAME_MAX` characters is cut and ends with a digest of the whole id.
+    """
+    name = quote(key, safe="", errors="surrogatepass")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if not name:
+        name = "%"
+    if len(name) > FILE_NAME_MAX:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = f"{name[: FILE_NAME_MAX - 17]}~{digest}"
+    return name + suffix
 
 
 @dataclass
@@ -83,10 +127,23 @@ class Exporter(ABC):
                 return self.write(records, f)
         count = 0
         for record in records:
-            for doc in self.documents(record):
-                out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            for line in self.lines(record):
+                out.write(line + "\n")
                 count += 1
         return count
+
+    def lines(self, record: EpisodeRecord, *, indent: int | None = None) -> list[str]:
+        """The record's documents as JSON text, all or none: a record whose documents
+        cannot be made or encoded (data an older version let in, say) is skipped with a
+        `ExportWarning` naming it, and the export goes on. Text is UTF-8-safe
+        (a lone surrogate is written as its `\\u` escape)."""
+        try:
+            return [json_text(doc, indent=indent) for doc in self.documents(record)]
+        except ExportError:
+            raise
+        except Exception as exc:  # RecursionError too: a value nested past what JSON takes
+            skip_record(self.name, record, exc)
+            return []
 
 
 class BinaryExporter(Exporter):

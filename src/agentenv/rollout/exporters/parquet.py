@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agentenv.rollout.exporters.base import BinaryExporter, ExportError
+from agentenv.rollout.exporters.base import BinaryExporter, ExportError, skip_record
 from agentenv.rollout.exporters.registry import EXPORTERS
+from agentenv.rollout.jsonsafe import json_text, safe_text
 from agentenv.rollout.store import EpisodeRecord
 
 JSON_COLUMNS = (
@@ -71,28 +72,30 @@ def schema() -> Any:
 
 
 def _row(record: EpisodeRecord) -> dict[str, Any]:
+    """The record as a table row; text columns are UTF-8-safe (a lone surrogate that an
+    older version let in is written as its escape)."""
     data = record.model_dump(mode="json")
     row = {
-        "episode_id": record.episode_id,
-        "task": record.task,
-        "agent": record.agent,
+        "episode_id": safe_text(record.episode_id),
+        "task": safe_text(record.task),
+        "agent": safe_text(record.agent),
         "repeat": record.repeat,
         "status": record.status,
         "passed": record.passed,
         "score": record.score,
         "reward": record.reward(),
-        "error": record.error,
+        "error": safe_text(record.error) if record.error is not None else None,
         "started_at": record.started_at,
         "ended_at": record.ended_at,
         "duration_s": record.duration_s,
         "calls": record.calls,
         "prompt_tokens": record.usage.get("prompt_tokens"),
         "completion_tokens": record.usage.get("completion_tokens"),
-        "worker": record.worker,
+        "worker": safe_text(record.worker) if record.worker is not None else None,
         "format": record.format,
     }
     for name in JSON_COLUMNS:
-        row[name] = json.dumps(data[name], ensure_ascii=False)
+        row[name] = json_text(data[name])
     return row
 
 
@@ -112,7 +115,11 @@ class ParquetExporter(BinaryExporter):
         with pq.ParquetWriter(sink, table_schema) as writer:
             batch: list[dict[str, Any]] = []
             for record in records:
-                batch.append(_row(record))
+                try:
+                    batch.append(_row(record))
+                except Exception as exc:  # the episode is left out, with a warning
+                    skip_record(self.name, record, exc)
+                    continue
                 if len(batch) >= ROWS_PER_GROUP:
                     writer.write_table(pa.Table.from_pylist(batch, schema=table_schema))
                     count += len(batch)
