@@ -270,6 +270,18 @@ async def mcp_tools(client: Client, meta: dict[str, Any] | None = None) -> dict[
     }
 
 
+def mcp_error_in(exc: BaseException) -> MCPError:
+    """The MCPError the SDK client raised: itself, or (when it fails while connecting, in
+    its task group) the one inside the exception group."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            with contextlib.suppress(AssertionError):
+                return mcp_error_in(inner)
+    raise AssertionError(f"no MCPError in {exc!r}")
+
+
 def text_of(result: Any) -> str:
     assert len(result.content) == 1, result
     assert result.content[0].type == "text"
@@ -608,11 +620,23 @@ async def test_an_instance_endpoint_is_isolated_from_the_default_instance(
         assert missing.is_error
 
 
+def jsonrpc_refusal(r: httpx.Response, code: int, kind: str) -> str:
+    """The message of an HTTP-level refusal at /mcp, checked to be a JSON-RPC error (what
+    MCP clients can show) with our kind in `error.data.code`."""
+    assert r.headers["content-type"] == "application/json", r.headers
+    answer = r.json()
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None, answer
+    assert answer["error"]["code"] == code, answer
+    assert answer["error"]["data"]["code"] == kind, answer
+    assert answer["error"]["data"]["detail"] == answer["error"]["message"]
+    return answer["error"]["message"]
+
+
 async def test_an_unknown_or_dropped_instance_is_404_at_the_http_level(served: Served) -> None:
     async with rest(served.url) as http:
         r = await http.post("/instances/nope/mcp", json=LIST_BODY, headers=MCP_HEADERS)
         assert r.status_code == 404, r.text
-        assert r.json()["error"]["kind"] == "not_found"
+        assert jsonrpc_refusal(r, -32004, "not_found") == "no instance 'nope'"
 
         assert (await http.post("/instances", json={"id": "ep-1"})).status_code == 201
         r = await http.post("/instances/ep-1/mcp", json=LIST_BODY, headers=MCP_HEADERS)
@@ -641,11 +665,43 @@ async def test_with_tokens_a_request_without_a_known_token_is_401(tokened: Serve
                     r = await http.post(path, json=body, headers={**MCP_HEADERS, **headers})
                     assert r.status_code == 401, (path, headers, r.text)
                     assert r.headers["www-authenticate"] == "Bearer"
-                    assert r.json()["error"]["kind"] == "unauthenticated"
+                    message = jsonrpc_refusal(r, -32005, "unauthenticated")
+                    assert "bearer token" in message, message
         assert (await http.get("/state", headers=admin)).json()["state_hash"] == before
         r = await http.get("/trajectory", headers=admin)
         assert r.status_code == 200
         assert r.text.strip() == ""
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        pytest.param({}, "a bearer token is required", id="no-token"),
+        pytest.param({"Authorization": "Bearer wrong"}, "unknown bearer token", id="wrong-token"),
+    ],
+)
+async def test_the_sdk_client_shows_why_it_got_401(
+    tokened: Served, mode: str, headers: dict[str, str], message: str
+) -> None:
+    # Before, the 401 body was not JSON-RPC and the client said only "Server returned an
+    # error response".
+    with pytest.raises((MCPError, BaseExceptionGroup)) as caught:
+        async with mcp_client(tokened.url + "/mcp", headers=headers, mode=mode) as client:
+            await client.list_tools()
+    error = mcp_error_in(caught.value)
+    assert message in str(error), error
+    assert error.error.code == -32005
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_sdk_client_shows_why_it_got_404(served: Served, mode: str) -> None:
+    with pytest.raises((MCPError, BaseExceptionGroup)) as caught:
+        async with mcp_client(served.url + "/instances/nope/mcp", mode=mode) as client:
+            await client.list_tools()
+    error = mcp_error_in(caught.value)
+    assert "no instance 'nope'" in str(error), error
+    assert error.error.code == -32004
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -11,7 +11,15 @@ entry (how a gateway forwards its caller's role to a backing server) names the r
 wins over the header; `default`, blank or a non-string value there means "no role
 forwarded", the environment's default role. Over stdio `_meta` is the only way besides
 the default role. `_meta["agentenv.io/session"]`
-names the session in the trajectory.
+names the session in the trajectory. A reserved role (`system`) is refused wherever it is
+named (`Authenticator.resolve_role`).
+
+Every refusal this endpoint makes itself is a JSON-RPC error body (with our error fields
+in `error.data`), at the HTTP status that says why, so MCP clients show its message:
+401 without valid credentials, 404 for an unknown instance, 400/403/421 for what the SDK's
+transport checks refuse (content type, Origin, Host), 400 for a body nested too deep to
+parse safely. A stdio line the SDK cannot parse is answered the same way, and the session
+goes on.
 """
 
 from __future__ import annotations
@@ -24,22 +32,35 @@ import mcp.types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agentenv import __version__
 from agentenv.env.tool import Principal
 from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator, AuthError
 from agentenv.gateway.errors import DEFAULT_INSTANCE, UnknownInstance
-from agentenv.serve._http import ROLE_HEADER, SESSION_HEADER, error_response
+from agentenv.serve._http import ROLE_HEADER, SESSION_HEADER
+from agentenv.serve._mcp_wire import (
+    BODY_DEPTH,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    UNAUTHENTICATED,
+    UNKNOWN_INSTANCE,
+    AnsweringReader,
+    refusal,
+    sniff_request_id,
+)
+from agentenv.spec.limits import depth_message, raw_too_deep
 
 META_ROLE = "agentenv.io/role"
 META_SESSION = "agentenv.io/session"
 MCP_PATH = "/mcp"
-UNKNOWN_INSTANCE = -32004
+# The HTTP status the SDK's transport checks answer, and our kind for each.
+# (RequestGuard, around the whole app, refuses most of these first, with the same kinds.)
+_SECURITY_KINDS = {400: "unsupported_media_type", 403: "foreign_origin", 421: "misdirected_host"}
 
 
 class McpAdapter:
@@ -66,6 +87,14 @@ class McpAdapter:
         )
 
     def _caller(self, ctx: ServerRequestContext) -> tuple[Principal, str, str | None]:
+        """Who is calling, which instance, which session. A reserved role named anywhere
+        (header or `_meta`) is a JSON-RPC error: the call never reaches the gateway."""
+        try:
+            return self._resolve_caller(ctx)
+        except AuthError as exc:
+            raise MCPError(code=UNAUTHENTICATED, message=str(exc)) from None
+
+    def _resolve_caller(self, ctx: ServerRequestContext) -> tuple[Principal, str, str | None]:
         raw = ctx.meta or {}
         # A `_meta` role entry of any value marks a call a gateway proxied: its role (none,
         # blank or `default` is "not forwarded": the default role) wins over the headers,
@@ -77,10 +106,8 @@ class McpAdapter:
             role = self.auth.resolve_role(raw.get(META_ROLE))
             return Principal(role=role, admin=True), DEFAULT_INSTANCE, meta.get(META_SESSION)
         headers = request.headers
-        try:
-            principal = self.auth.principal(headers.get(ROLE_HEADER), headers.get("authorization"))
-        except AuthError as exc:  # checked at the HTTP level already; kept for safety
-            raise MCPError(code=-32001, message=str(exc)) from None
+        # Checked at the HTTP level already (an AuthError here is kept for safety).
+        principal = self.auth.principal(headers.get(ROLE_HEADER), headers.get("authorization"))
         if self.auth.trusted and forwarded:
             role = self.auth.resolve_role(raw.get(META_ROLE))
             principal = Principal(role=role, admin=principal.admin)
@@ -139,9 +166,15 @@ class McpAdapter:
         from mcp.server.stdio import stdio_server
 
         async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
-            )
+            await self.serve_streams(read_stream, write_stream)
+
+    async def serve_streams(self, read_stream: Any, write_stream: Any) -> None:
+        """Serve one MCP connection over a transport's message streams (stdio's, or any
+        other that yields the SDK's SessionMessage items). A line the transport could not
+        parse arrives as an exception item; it is answered with a JSON-RPC error (the SDK
+        alone would drop it and leave the client waiting) and the session goes on."""
+        reader = AnsweringReader(read_stream, write_stream)
+        await self.server.run(reader, write_stream, self.server.create_initialization_options())
 
 
 class McpHttp:
@@ -163,30 +196,56 @@ class McpHttp:
         self.manager = StreamableHTTPSessionManager(
             app=adapter.server, stateless=True, json_response=True, security_settings=security
         )
+        # The SDK runs the same checks again; running them first lets a refusal come before
+        # ours (a forged browser request never learns whether its role would do) and answer
+        # in the JSON-RPC shape clients show.
+        self.security = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
-        if request.method == "GET":
+        method = request.method
+        if method == "GET":
             # No server-initiated stream in stateless mode; an open GET stream would also
             # keep the server from shutting down. The spec allows 405 here.
-            response = error_response(405, "method_not_allowed", "use POST for MCP requests")
+            response = refusal(
+                405, INVALID_REQUEST, "method_not_allowed", "use POST for MCP requests"
+            )
             response.headers["Allow"] = "POST, DELETE"
             await response(scope, receive, send)
+            return
+        refused = await self.security.validate_request(request, is_post=method == "POST")
+        if refused is not None:
+            message = bytes(refused.body).decode("utf-8", "replace")
+            kind = _SECURITY_KINDS.get(refused.status_code, "bad_request")
+            await refusal(refused.status_code, INVALID_REQUEST, kind, message)(scope, receive, send)
             return
         auth = self.adapter.auth
         try:
             auth.principal(request.headers.get(ROLE_HEADER), request.headers.get("authorization"))
         except AuthError as exc:
-            response = error_response(401, "unauthenticated", str(exc))
+            response = refusal(401, UNAUTHENTICATED, "unauthenticated", str(exc))
             response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
             return
         instance = scope.get("path_params", {}).get("instance_id")
         if instance is not None and instance not in self.adapter.gateway.instances:
-            await error_response(404, "not_found", f"no instance {instance!r}")(
+            await refusal(404, UNKNOWN_INSTANCE, "not_found", f"no instance {instance!r}")(
                 scope, receive, send
             )
             return
+        if method == "POST":
+            body = await _read_body(receive)
+            if body is None:
+                return  # the client went away before its body arrived: nobody to answer
+            if raw_too_deep(body, BODY_DEPTH):
+                # Refused unparsed: the SDK's parsers recurse, and what they would make of
+                # it (their own "Parse error", or a RecursionError deeper in) says nothing.
+                message = f"the request body is {depth_message(BODY_DEPTH)}"
+                await refusal(
+                    400, PARSE_ERROR, "too_deep", message, request_id=sniff_request_id(body)
+                )(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
 
     def routes(self) -> list[Route]:
@@ -201,3 +260,27 @@ class McpHttp:
         """Run the session manager for as long as the app runs."""
         async with self.manager.run():
             yield
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body (BodyLimit, around the app, caps its size), or None if the
+    client disconnected first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the SDK the body already read, then the client's own
+    messages (a disconnect, which the SDK watches for while a call runs)."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replayed
