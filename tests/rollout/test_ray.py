@@ -1,11 +1,15 @@
 """The Ray runner: the same plan over a local Ray cluster (started by the test with two
 CPUs and its temp dir under tmp_path, shut down after), results streamed back to one
-store, resume, and errors and timeouts recorded inside workers."""
+store, resume, errors and timeouts recorded inside workers, and workers that die for real
+(a tool exits their process) replaced, their batches run again, each episode recorded once."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import textwrap
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from typer.testing import CliRunner
 from agentenv.cli.rollout_command import report, rollout
 from agentenv.rollout import LocalRunner, RayRunner, RayUnavailable, RolloutPlan, RolloutStore
 from agentenv.rollout.episode import WORKER
+from agentenv.rollout.plan import PlanAgent
 from agentenv.rollout.ray_runner import EpisodeWorker, import_ray
 
 RAY_MISSING = "Ray is not installed (pip install 'agentenv-framework[ray]')"
@@ -105,3 +110,132 @@ def test_without_ray_the_runner_says_how_to_install_it(
         import_ray()
     with pytest.raises(RayUnavailable):
         RayRunner(RolloutPlan.build([bundle], ["oracle"]), tmp_path)
+
+
+# -- workers that die ---------------------------------------------------------------------
+
+EXIT_TOOLS = """
+
+import os
+
+
+@tool(kind="read")
+def exit_worker(ctx: ToolContext, marker: str = "") -> dict:
+    \"\"\"Exit this process at once: always without a marker, else once (the first caller
+    to remove the marker file, which leaves its pid in marker.pid).
+
+    Args:
+        marker: A file whose removal allows one exit.
+    \"\"\"
+    if marker:
+        try:
+            os.unlink(marker)
+        except FileNotFoundError:
+            return {"exited": False}
+        with open(marker + ".pid", "w") as out:
+            out.write(str(os.getpid()))
+    os._exit(1)
+"""
+
+EXIT_TASK = """
+name: {name}
+description: Calls exit_worker (which may kill the process running it), then bumps by 3.
+steps:
+  - {{id: env, type: deploy_env, env_id: main, env: counter}}
+  - {{id: agent, type: deploy_agent, agent_name: worker}}
+  - {{id: p1, type: prompt_agent, prompt: "Bump the counter by 3."}}
+  - id: check
+    type: env_outcome_verifier
+    checks:
+      - {{collection: counters, key: c1, field: value, equals: 3}}
+solution:
+  p1:
+    calls:
+      - {{tool: exit_worker, args: {args}}}
+      - {{tool: bump, args: {{amount: 3}}}}
+    response: "Bumped."
+"""
+
+
+def exit_bundle(make_bundle: Any, name: str, args: dict[str, str]) -> Path:
+    """The counters bundle with tasks bump, `name` (exit_worker(**args), then bump: it
+    passes when it gets that far) and wrong."""
+    bundle: Path = make_bundle("bump", "wrong")
+    (bundle / "tasks" / f"{name}.yaml").write_text(
+        EXIT_TASK.format(name=name, args=json.dumps(args))
+    )
+    with (bundle / "envs" / "counter" / "counter_tools.py").open("a") as tools:
+        tools.write(textwrap.dedent(EXIT_TOOLS))
+    return bundle
+
+
+def store_lines(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
+
+
+def test_a_worker_killed_mid_batch_is_replaced_and_each_episode_recorded_once(
+    ray_session: Any, tmp_path: Path, make_bundle: Any
+) -> None:
+    marker = tmp_path / "exit-once"
+    marker.touch()
+    bundle = exit_bundle(make_bundle, "crash", {"marker": str(marker)})
+    plan = RolloutPlan.build([bundle], ["oracle"], repeats=2)
+    ids = [e.id for e in plan.episodes()]
+    assert [e.task for e in plan.episodes()][:3] == ["counters/bump"] * 2 + ["counters/crash"]
+    # One worker, one episode at a time, batches of 3: the worker finishes bump, bump, then
+    # dies in the first crash episode, mid-batch, with the second batch queued behind it.
+    runner = RayRunner(plan, tmp_path / "run", num_workers=1, batch_size=3, concurrency=1)
+    summary = runner.run()
+    dead = (tmp_path / "exit-once.pid").read_text()  # a worker did die
+    assert (summary.ran, summary.passed, summary.failed, summary.errors) == (6, 4, 2, 0)
+    lines = store_lines(tmp_path / "run")
+    assert sorted(r["episode_id"] for r in lines) == sorted(ids)  # none lost, none twice
+    by_task = {r["task"]: r["status"] for r in lines}
+    assert by_task == {
+        "counters/bump": "passed",
+        "counters/crash": "passed",
+        "counters/wrong": "failed",
+    }
+    # What the dead worker finished before dying never reached the driver: it ran again.
+    assert not any(r["worker"].endswith(f":{dead}") for r in lines)
+
+
+def test_an_episode_that_kills_every_worker_is_recorded_as_an_error_after_the_retries(
+    ray_session: Any, tmp_path: Path, make_bundle: Any
+) -> None:
+    bundle = exit_bundle(make_bundle, "doom", {})
+    plan = RolloutPlan.build([bundle], ["oracle"])
+    # Batches [bump, doom] and [wrong]: doom kills every worker it runs on, bump with it once.
+    runner = RayRunner(
+        plan, tmp_path / "run", num_workers=2, batch_size=2, concurrency=2, worker_retries=1
+    )
+    summary = runner.run()
+    assert (summary.ran, summary.passed, summary.failed, summary.errors) == (3, 1, 1, 1)
+    lines = store_lines(tmp_path / "run")
+    assert sorted(r["episode_id"] for r in lines) == sorted(e.id for e in plan.episodes())
+    for record in lines:
+        if record["task"] == "counters/doom":
+            assert record["status"] == "error"
+            assert "the Ray worker running this episode died, 2 times" in record["error"]
+            assert "worker_retries=1" in record["error"]
+        else:
+            assert record["status"] in ("passed", "failed") and not record["error"]
+
+
+def test_workers_that_cannot_start_stop_the_rollout_with_a_clear_error(
+    ray_session: Any, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent factory from a module only the driver has: no worker can unpickle its
+    # arguments, so every fresh worker would fail the same way; no retries, no records.
+    module = types.ModuleType("agentenv_driver_only_agents")
+    exec(
+        "def make():\n    from agentenv.agents.oracle import OracleAgent\n    return OracleAgent()",
+        module.__dict__,
+    )
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    plan = RolloutPlan.build([bundle], [PlanAgent.of("mine", module.make)])
+    runner = RayRunner(plan, tmp_path / "run", num_workers=1, batch_size=1)
+    with pytest.raises(RayUnavailable, match="a Ray worker could not start") as info:
+        runner.run()
+    assert "No module named 'agentenv_driver_only_agents'" in str(info.value)
+    assert len(RolloutStore(tmp_path / "run")) == 0
