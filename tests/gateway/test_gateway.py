@@ -140,9 +140,9 @@ BAD_CALLS = [
     ),
     ("explode", {}, "tool_error", "RuntimeError: boom"),
     ("silent_failure", {}, "tool_error", "ToolError"),
-    ("returns_set", {}, "invalid_result", "the tool returned something that is not JSON"),
-    ("returns_object", {}, "invalid_result", "the tool returned something that is not JSON"),
-    ("returns_nan", {}, "invalid_result", "the tool returned something that is not JSON"),
+    ("returns_set", {}, "invalid_result", "the tool's result cannot be sent"),
+    ("returns_object", {}, "invalid_result", "the tool's result cannot be sent"),
+    ("returns_nan", {}, "invalid_result", "the tool's result cannot be sent"),
     (
         "sneaky_read",
         {"account_id": "a1"},

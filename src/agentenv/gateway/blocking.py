@@ -12,6 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from agentenv.gateway.errors import ToolRaised
+
 BLOCKING_THREADS = 32
 """Threads for `blocking=True` tools, shared by every gateway of the process."""
 
@@ -34,10 +36,16 @@ class StuckWatch:
         self.abandoned = False
 
     def run(self) -> Any:
-        """Run the call (in a pool thread)."""
+        """Run the call (in a pool thread). What the call raises that is not an Exception
+        (KeyboardInterrupt, SystemExit, CancelledError...) comes back as ToolRaised: it is
+        the tool's, not a signal to the thread or to the loop awaiting it."""
         global _stuck
         try:
             return self.fn()
+        except Exception:
+            raise
+        except BaseException as exc:
+            raise ToolRaised(exc) from None
         finally:
             with _lock:
                 self.finished = True

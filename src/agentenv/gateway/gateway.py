@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -31,23 +30,22 @@ from agentenv.gateway.control import ControlPlane
 from agentenv.gateway.errors import (
     DEFAULT_INSTANCE,
     GatewayError,
+    ToolRaised,
     UnknownInstance,
+    check_instance_id,
 )
 from agentenv.gateway.firing import Firer, NlSender, no_nl_sender
 from agentenv.gateway.forks import apply_fork, merge
 from agentenv.gateway.instance import Instance, SharedLock
-from agentenv.gateway.results import CallResult
+from agentenv.gateway.results import CallResult, InvalidResult, encode_result, safe_text
 from agentenv.spec.environment import GatewayMode
+from agentenv.spec.limits import depth_message, value_depth_path
 from agentenv.spec.triggers import CheckStep
 from agentenv.spec.wire import CallError, ToolInfo
 from agentenv.state import Snapshot, State, StateError
 from agentenv.state._canonical import copy_json
 
 _UNNAMED_ROLE = "\x00any other role"  # stands for every role no rule names
-
-
-class _InvalidResult(Exception):
-    pass
 
 
 class _Probe(Exception):
@@ -118,8 +116,12 @@ class Gateway(ControlPlane):
         self, instance_id: str | None = None, *, state: Snapshot | None = None
     ) -> Instance:
         """Fork a fresh instance (own state, clock, triggers, record) from the seeded
-        snapshot, or from `state` (e.g. to replay a reference solution from a mid-task state)."""
-        instance_id = instance_id or uuid.uuid4().hex[:12]
+        snapshot, or from `state` (e.g. to replay a reference solution from a mid-task state).
+
+        An id (a fresh one if None) becomes a URL path segment and may become a file name,
+        so it must follow `errors.INSTANCE_ID_RULE`; GatewayError otherwise."""
+        instance_id = uuid.uuid4().hex[:12] if instance_id is None else instance_id
+        check_instance_id(instance_id)
         if instance_id in self._instances:
             raise GatewayError(f"instance {instance_id!r} already exists")
         inst = Instance.create(
@@ -279,6 +281,9 @@ class Gateway(ControlPlane):
             problem = _Problem("denied", f"role {principal.role!r} may not call {name!r}")
         elif not isinstance(args, dict | None):
             problem = _Problem("invalid_arguments", "arguments must be an object")
+        elif args and (deep := _too_deep(args)) is not None:
+            problem = _Problem("invalid_arguments", f"invalid arguments for {name!r}: {deep}")
+            args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
         else:
             try:
                 model = tool.args_model.model_validate(args or {})
@@ -292,6 +297,7 @@ class Gateway(ControlPlane):
             ran = True
             ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id)
             before = state.changes
+            owner = _current_task() if tool.is_async or tool.blocking else None
             try:
                 if isolated and (tool.is_async or tool.blocking):
                     # Its writes land at its end, in one step: that is its write window.
@@ -299,19 +305,25 @@ class Gateway(ControlPlane):
                 else:
                     with state.transaction():
                         value = await self._invoke(tool, ctx, values)
-                        text = _text(value)
+                        # Encoding is part of the transaction: a result no transport can
+                        # carry fails the call here, with its writes rolled back.
+                        text = encode_result(value)
                         if tool.kind == "read" and state.changes != before:
                             raise ToolError(f"read tool {name!r} tried to change the state")
             except ToolError as exc:
-                problem = _Problem("tool_error", str(exc) or type(exc).__name__)
+                problem = _Problem("tool_error", safe_text(str(exc)) or type(exc).__name__)
             except StateError as exc:
-                problem = _Problem("tool_error", str(exc))
-            except _InvalidResult as exc:
+                problem = _Problem("tool_error", safe_text(str(exc)))
+            except InvalidResult as exc:
                 problem = _Problem("invalid_result", str(exc))
             except TimeoutError:
                 problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
-            except (Exception, SystemExit) as exc:  # a tool's own bug: a tool error for the caller
-                problem = _Problem("tool_error", f"{type(exc).__name__}: {exc}")
+            except ToolRaised as exc:
+                problem = _Problem("tool_error", _crash(exc.raised))
+            except BaseException as exc:  # a tool's own bug, whatever it raised: a tool error
+                if _stopping(exc, owner):
+                    raise  # the call itself is being cancelled: the state is rolled back
+                problem = _Problem("tool_error", _crash(exc))
             if problem is not None and isolated:
                 before = state.changes  # nothing of it landed; others may have written meanwhile
         if ran and kind == "call" and tool is not None:
@@ -361,8 +373,8 @@ class Gateway(ControlPlane):
     async def _invoke(self, tool: Tool, ctx: ToolContext, values: dict[str, Any]) -> Any:
         if tool.is_async:
             pending = tool.invoke(ctx, values)
-            if tool.timeout:
-                return await asyncio.wait_for(pending, tool.timeout)
+            if tool.timeout:  # a task of its own: what it raises must not reach the loop
+                return await asyncio.wait_for(_contained(pending), tool.timeout)
             return await pending
         if not tool.blocking:
             return tool.invoke(ctx, values)
@@ -383,7 +395,7 @@ class Gateway(ControlPlane):
             value = await (
                 asyncio.wait_for(asyncio.shield(work), tool.timeout) if tool.timeout else work
             )
-        except TimeoutError:
+        except (TimeoutError, asyncio.CancelledError):
             call.abandon()  # its thread runs on; counted until it ends
             raise
         merge(ctx.state, fork)
@@ -403,7 +415,7 @@ class Gateway(ControlPlane):
         worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
         with fork.transaction():
             value = await self._invoke(tool, worker, values)
-            text = _text(value)
+            text = encode_result(value)
         landed_at = ctx.state.changes
         if fork.changes != base.changes:
             if tool.kind == "read":
@@ -421,7 +433,12 @@ class Gateway(ControlPlane):
         ctx = ToolContext(inst.state, now or datetime.now(UTC), SYSTEM, inst.id)
         try:
             with inst.state.transaction():
-                value = tool.invoke(ctx, values)
+                try:
+                    value = tool.invoke(ctx, values)
+                except Exception:
+                    raise
+                except BaseException as exc:  # KeyboardInterrupt and kin: still the tool's
+                    raise ToolError(f"check tool {step.tool!r} raised {_crash(exc)}") from None
                 if asyncio.iscoroutine(value):
                     value.close()
                     raise ToolError(f"check tool {step.tool!r} is async; checks need sync tools")
@@ -439,13 +456,59 @@ class Gateway(ControlPlane):
                     await self._firer.fire_due(inst)
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
+_CONTAINERS = (dict, list)
+
+
+def _too_deep(args: dict[str, Any]) -> str | None:
+    """Why `args` nest past the limit (what and where), or None; flat arguments, the common
+    case, cost one pass over their values."""
+    for value in args.values():
+        if type(value) in _CONTAINERS:
+            path = value_depth_path(args)
+            if path is None:
+                return None
+            return f"{'.'.join(map(str, path))}: {depth_message()}"
+    return None
+
+
+def _current_task() -> asyncio.Task[Any] | None:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise _InvalidResult(f"the tool returned something that is not JSON: {exc}") from None
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop: a coroutine closed by the garbage collector
+        return None
+
+
+def _stopping(exc: BaseException, owner: asyncio.Task[Any] | None) -> bool:
+    """Whether what reached the call is not the tool's but the call's own end: its task is
+    being cancelled (its caller gave up, or the server is shutting down), or, for a call
+    that awaited (`owner`: the task it ran in), its coroutine is being closed
+    (GeneratorExit thrown in from outside that task)."""
+    current = _current_task()
+    if current is not None and current.cancelling():
+        return True
+    return isinstance(exc, GeneratorExit) and owner is not None and current is not owner
+
+
+def _crash(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if isinstance(exc, asyncio.CancelledError):
+        return f"{name} (raised by the tool; the call was not cancelled)"
+    return safe_text(f"{name}: {exc}") if str(exc) else name
+
+
+async def _contained(pending: Any) -> Any:
+    """Await a tool in a task of its own (`wait_for`): what it raises that would stop the
+    event loop (KeyboardInterrupt, SystemExit) or look like the task closing comes out as
+    ToolRaised."""
+    owner = _current_task()
+    try:
+        return await pending
+    except (KeyboardInterrupt, SystemExit) as exc:
+        raise ToolRaised(exc) from None
+    except GeneratorExit as exc:
+        if _current_task() is not owner:
+            raise  # the task is being closed, not the tool failing
+        raise ToolRaised(exc) from None
 
 
 def _argument_errors(tool: str, exc: ValidationError) -> str:

@@ -1,11 +1,126 @@
-"""CallResult: what `Gateway.call` returns, and its wire forms."""
+"""CallResult: what `Gateway.call` returns, and its wire forms; the encoding of a result.
+
+A result the gateway answers with as a success must be one every transport can carry:
+REST's `json.dumps`, MCP's pydantic JSON, UTF-8 on every wire, the nesting limit of
+`spec.limits`. `encode_result` proves it while the call's transaction is still open, so a
+result that fails is the call's `invalid_result` error (state rolled back, call recorded)
+rather than an error in a transport after the write was kept.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message, raw_too_deep, value_depth_path
 from agentenv.spec.wire import CallError, StepResult, TextContent
+
+_MAX_VISITS = 100_000  # the search for what is wrong gives up past this many values
+
+
+class InvalidResult(Exception):
+    """A tool's result that some transport could not carry (the call's `invalid_result`)."""
+
+
+def encode_result(value: Any) -> str:
+    """The text of a result (`content[0].text`): the string itself, or its JSON.
+
+    Raises InvalidResult, saying what is wrong and where, for a value JSON cannot carry
+    (a set, an object, NaN), one nested deeper than `MAX_JSON_DEPTH`, or text holding a
+    lone surrogate (not UTF-8). The common case costs the `json.dumps` plus two C scans.
+    """
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidResult(_what_is_wrong(value, exc)) from None
+        # Fewer brackets than the limit cannot nest past it: counted in C, no walk.
+        if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
+            raise InvalidResult(_what_is_wrong(value, None))
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidResult(_what_is_wrong(value, None)) from None
+    return text
+
+
+def _what_is_wrong(value: Any, exc: BaseException | None) -> str:
+    """The message of an InvalidResult: the first bad value found and its path."""
+    head = "the tool's result cannot be sent: "
+    deep = value_depth_path(value)
+    if deep is not None:
+        return head + f"{_path(deep)} is {depth_message()}"
+    found = _first_bad(value)
+    if found is not None:
+        return head + f"{_path(found[0])} {found[1]}"
+    return head + (f"it is not JSON ({exc})" if exc is not None else "it is not JSON")
+
+
+def _first_bad(value: Any) -> tuple[list[str | int], str] | None:
+    # Only on the failure path. Depth is already known to be within the limit, so this
+    # walk cannot recurse into a cycle; shared subtrees are bounded by _MAX_VISITS.
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    visits = 0
+    while stack and visits < _MAX_VISITS:
+        node, path = stack.pop()
+        visits += 1
+        problem = _scalar_problem(node)
+        if problem is not None:
+            return path, problem
+        if isinstance(node, dict):
+            for key, child in reversed(node.items()):
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    return path, f"has a key of type {type(key).__name__} (keys must be strings)"
+                key_problem = _scalar_problem(key)
+                if key_problem is not None:
+                    return path, f"has a key that {key_problem}"
+                stack.append((child, [*path, key]))
+        elif isinstance(node, list | tuple):
+            stack.extend((child, [*path, i]) for i, child in reversed(list(enumerate(node))))
+        elif not isinstance(node, str | int | float | bool) and node is not None:
+            return path, f"is of type {type(node).__name__}, which JSON cannot carry"
+    return None
+
+
+def _scalar_problem(node: Any) -> str | None:
+    if isinstance(node, str):
+        if not node.isascii():
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (
+                    f"holds a lone surrogate ({node[exc.start]!r} at character {exc.start}), "
+                    "which is not UTF-8"
+                )
+        return None
+    if isinstance(node, float) and not math.isfinite(node):
+        return f"is {node!r}, which JSON cannot carry"
+    return None
+
+
+def _path(parts: list[str | int]) -> str:
+    if len(parts) > 12:  # a path 64 levels deep says no more than its ends do
+        return f"{_path(parts[:6])}...{_path(parts[-3:])[len('result') :]}"
+    out = "result"
+    for part in parts:
+        if isinstance(part, int) and not isinstance(part, bool):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if str(part).isidentifier() else f"[{part!a}]"
+    return out
+
+
+def safe_text(message: str) -> str:
+    """`message` with any lone surrogate written as its escape (`\\ud800`), so that an
+    error message quoting bad input can itself be sent on every transport."""
+    if message.isascii():
+        return message
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(slots=True)
