@@ -417,3 +417,16 @@ def test_odd_records_from_older_versions_are_exported_or_skipped_not_fatal(
         assert export_run(run, "parquet", tmp_path / "e.parquet") == 4
         back = {r.episode_id: r for r in read_parquet_records(tmp_path / "e.parquet")}
         assert back["odd"].prompts[0].response == "half a pair: \ud800"
+
+
+def test_atif_names_that_would_clash_get_a_suffix(tmp_path: Path) -> None:
+    from agentenv.rollout.exporters import ExportWarning
+
+    run = tmp_path / "run"
+    with RolloutStore(run) as store:
+        store.append(episode("Ab"))
+        store.append(episode("ab"))  # the same file as Ab where names ignore case
+    with pytest.warns(ExportWarning, match=r"session 'ab' is written to ab~2\.json"):
+        assert export_run(run, "atif", tmp_path / "atif") == 2
+    files = {p.name: json.loads(p.read_text())["session_id"] for p in (tmp_path / "atif").iterdir()}
+    assert files == {"Ab.json": "Ab", "ab~2.json": "ab"}

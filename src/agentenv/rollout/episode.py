@@ -153,7 +153,9 @@ async def run_episode(
         status, error = "error", f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - t0
     try:
-        return _record(ctx, runner, result, episode, status, error, started, duration, record_tools)
+        return _build_record(
+            ctx, runner, result, episode, status, error, started, duration, record_tools
+        )
     except Exception as exc:  # what the episode left cannot make a record: say so, go on
         ended = f" (the episode ended {status})"
         return EpisodeRecord(
@@ -171,7 +173,7 @@ async def run_episode(
         )
 
 
-def _record(
+def _build_record(
     ctx: TaskContext,
     runner: TaskRunner | None,
     result: Any,

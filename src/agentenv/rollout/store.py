@@ -342,7 +342,7 @@ class RolloutStore:
         cannot read (a field of the wrong type, say) is skipped with a warning."""
         for number, data in self._numbered(latest=latest):
             try:
-                yield EpisodeRecord.model_validate(data)
+                record = EpisodeRecord.model_validate(data)
             except (ValueError, TypeError, RecursionError) as exc:  # ValidationError too
                 key = safe_text(str(data["episode_id"]))
                 warnings.warn(
@@ -351,6 +351,8 @@ class RolloutStore:
                     CorruptRecordWarning,
                     stacklevel=2,
                 )
+                continue
+            yield record
 
     def statuses(self) -> dict[str, str]:
         """Episode id -> status of its last record (every line checked to be whole JSON)."""
