@@ -423,6 +423,19 @@ async def test_create_and_drop_instances(gw: Gateway, agent: Principal) -> None:
     assert _balance(gw, "a2", gw.create_instance("episode-1").id) == 50
 
 
+@pytest.mark.parametrize(
+    "bad", ["..", ".", "", ".env", "-x", "a/b", "a b", "é", "x" * 129, None, 7], ids=repr
+)
+def test_an_instance_id_must_be_a_safe_path_segment(gw: Gateway, bad: object) -> None:
+    """Ids become URL path segments and file names: `..` once reached the default instance."""
+    if bad is None:
+        assert gw.create_instance(bad).id != DEFAULT_INSTANCE  # None: a fresh id
+        return
+    with pytest.raises(GatewayError, match=r"is not allowed: an id is 1 to 128 characters"):
+        gw.create_instance(bad)  # type: ignore[arg-type]
+    assert gw.instances == [DEFAULT_INSTANCE]
+
+
 async def test_instances_have_their_own_rules_clock_and_trajectory(
     gw: Gateway, agent: Principal
 ) -> None:
