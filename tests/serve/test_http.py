@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from agentenv import Gateway
 from agentenv.serve._http import BodyLimit
+from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message
 
 LIMIT = 64
 
@@ -239,3 +240,34 @@ async def test_unauthenticated_is_401_with_a_bearer_challenge(
     r = await token_client.get("/state")
     assert "bearer" in assert_error(r, 401, "unauthenticated").lower()
     assert r.headers["www-authenticate"] == "Bearer"
+
+
+# -- what the body parser refuses -------------------------------------------------------------
+
+
+async def test_a_body_nested_past_the_limit_is_400_with_a_hint(client: httpx.AsyncClient) -> None:
+    r = await client.post("/step", content=b"[" * 70 + b"]" * 70)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["kind"] == "too_deep" and error["code"] == "invalid_params"
+    assert error["message"] == depth_message()
+    assert str(MAX_JSON_DEPTH) in error["hint"]
+
+
+async def test_a_body_at_the_limit_is_parsed(client: httpx.AsyncClient) -> None:
+    # Parsed, then refused as the wrong shape: the depth was fine.
+    r = await client.post("/step", content=b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH)
+    assert_error(r, 400, "bad_request")
+
+
+async def test_a_number_past_pythons_digit_limit_is_400(client: httpx.AsyncClient) -> None:
+    message = assert_error(await client.post("/step", content=b"7" * 5000), 400, "malformed_json")
+    assert "digits" in message
+
+
+async def test_utf8_encoded_surrogates_are_not_utf8(client: httpx.AsyncClient) -> None:
+    body = (
+        b'{"action": "call_tool", "tool_name": "add_note", "arguments": {"text": "\xed\xa0\x80"}}'
+    )
+    message = assert_error(await client.post("/step", content=body), 400, "malformed_json")
+    assert "not UTF-8" in message
