@@ -19,7 +19,7 @@ err_console = Console(stderr=True, soft_wrap=True)  # no hard wraps: paths stay 
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print an error (no traceback) and exit."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, emoji=False)
     raise typer.Exit(code)
 
 
