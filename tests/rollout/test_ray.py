@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import textwrap
+import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,22 +121,25 @@ EXIT_TOOLS = """
 import os
 
 
-@tool(kind="read")
+@tool(kind="read", blocking=True)
 def exit_worker(ctx: ToolContext, marker: str = "") -> dict:
-    \"\"\"Exit this process at once: always without a marker, else once (the first caller
-    to remove the marker file, which leaves its pid in marker.pid).
+    \"\"\"Without a marker, exit this process at once. With one, the first caller to remove
+    the marker file leaves its pid in marker.pid and waits to be killed.
 
     Args:
-        marker: A file whose removal allows one exit.
+        marker: A file whose removal lets one caller wait to be killed.
     \"\"\"
-    if marker:
-        try:
-            os.unlink(marker)
-        except FileNotFoundError:
-            return {"exited": False}
-        with open(marker + ".pid", "w") as out:
-            out.write(str(os.getpid()))
-    os._exit(1)
+    if not marker:
+        os._exit(1)
+    try:
+        os.unlink(marker)
+    except FileNotFoundError:
+        return {"killed": False}
+    with open(marker + ".tmp", "w") as out:
+        out.write(str(os.getpid()))
+    os.replace(marker + ".tmp", marker + ".pid")
+    while True:
+        time.sleep(0.05)
 """
 
 EXIT_TASK = """
@@ -173,20 +178,38 @@ def store_lines(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
 
 
+def kill_when_told(pid_file: Path, done: threading.Event) -> None:
+    """SIGKILL the process whose pid appears in pid_file (until `done`)."""
+    while not done.wait(0.05):
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            return
+
+
 def test_a_worker_killed_mid_batch_is_replaced_and_each_episode_recorded_once(
     ray_session: Any, tmp_path: Path, make_bundle: Any
 ) -> None:
-    marker = tmp_path / "exit-once"
+    marker = tmp_path / "kill-once"
     marker.touch()
     bundle = exit_bundle(make_bundle, "crash", {"marker": str(marker)})
     plan = RolloutPlan.build([bundle], ["oracle"], repeats=2)
     ids = [e.id for e in plan.episodes()]
     assert [e.task for e in plan.episodes()][:3] == ["counters/bump"] * 2 + ["counters/crash"]
     # One worker, one episode at a time, batches of 3: the worker finishes bump, bump, then
-    # dies in the first crash episode, mid-batch, with the second batch queued behind it.
-    runner = RayRunner(plan, tmp_path / "run", num_workers=1, batch_size=3, concurrency=1)
-    summary = runner.run()
-    dead = (tmp_path / "exit-once.pid").read_text()  # a worker did die
+    # is SIGKILLed (by the thread) in the first crash episode, mid-batch, with the second
+    # batch queued behind it. (The timeout only turns a failed kill into a failed test.)
+    runner = RayRunner(
+        plan, tmp_path / "run", num_workers=1, batch_size=3, concurrency=1, timeout=120
+    )
+    done = threading.Event()
+    killer = threading.Thread(target=kill_when_told, args=(tmp_path / "kill-once.pid", done))
+    killer.start()
+    try:
+        summary = runner.run()
+    finally:
+        done.set()
+        killer.join()
+    dead = (tmp_path / "kill-once.pid").read_text()  # a worker was killed
     assert (summary.ran, summary.passed, summary.failed, summary.errors) == (6, 4, 2, 0)
     lines = store_lines(tmp_path / "run")
     assert sorted(r["episode_id"] for r in lines) == sorted(ids)  # none lost, none twice
