@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agentenv import Gateway
-from agentenv.serve._http import BodyLimit
+from agentenv.serve._http import BODY_DEPTH, BodyLimit
 from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message
 
 LIMIT = 64
@@ -246,17 +246,18 @@ async def test_unauthenticated_is_401_with_a_bearer_challenge(
 
 
 async def test_a_body_nested_past_the_limit_is_400_with_a_hint(client: httpx.AsyncClient) -> None:
-    r = await client.post("/step", content=b"[" * 70 + b"]" * 70)
+    over = BODY_DEPTH + 1
+    r = await client.post("/step", content=b"[" * over + b"]" * over)
     assert r.status_code == 400, r.text
     error = r.json()["error"]
     assert error["kind"] == "too_deep" and error["code"] == "invalid_params"
-    assert error["message"] == depth_message()
-    assert str(MAX_JSON_DEPTH) in error["hint"]
+    assert error["message"] == f"the request body is {depth_message(BODY_DEPTH)}"
+    assert f"{BODY_DEPTH}" in error["hint"] and f"{MAX_JSON_DEPTH}" in error["hint"]
 
 
 async def test_a_body_at_the_limit_is_parsed(client: httpx.AsyncClient) -> None:
     # Parsed, then refused as the wrong shape: the depth was fine.
-    r = await client.post("/step", content=b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH)
+    r = await client.post("/step", content=b"[" * BODY_DEPTH + b"]" * BODY_DEPTH)
     assert_error(r, 400, "bad_request")
 
 

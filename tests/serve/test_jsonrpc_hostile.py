@@ -18,7 +18,10 @@ import httpx
 import pytest
 
 from agentenv import Gateway
+from agentenv.serve._http import BODY_DEPTH
 from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message
+
+TOO_DEEP = f"the request body is {depth_message(BODY_DEPTH)}"
 
 JSON = {"Content-Type": "application/json"}
 
@@ -89,7 +92,7 @@ def test_a_body_nested_too_deep_is_a_parse_error(served: httpx.Client, body: str
     before = everything(served)
     answer = error_of(served.post("/agentenv", content=body, headers=JSON), -32700)
     assert answer["id"] is None
-    assert answer["error"]["message"] == depth_message()
+    assert answer["error"]["message"] == TOO_DEEP
     assert everything(served) == before
 
 
@@ -99,7 +102,7 @@ def test_a_batch_holding_one_deep_request_is_refused_whole(served: httpx.Client)
     reset = json.dumps(rpc("data/reset"))
     deep = deep_add("[" * 500 + "]" * 500)
     r = served.post("/agentenv", content=f"[{reset}, {deep}]", headers=JSON)
-    assert error_of(r, -32700)["error"]["message"] == depth_message()
+    assert error_of(r, -32700)["error"]["message"] == TOO_DEEP
     assert everything(served) == before
 
 

@@ -16,7 +16,10 @@ import httpx
 import pytest
 
 from agentenv import Gateway
+from agentenv.serve._http import BODY_DEPTH
 from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message
+
+TOO_DEEP = f"the request body is {depth_message(BODY_DEPTH)}"
 
 JSON = {"Content-Type": "application/json"}
 
@@ -77,7 +80,7 @@ def test_a_body_nested_a_thousand_levels_is_400_on_every_route(
     before = snapshot(served)
     deep = "[" * 1000 + "]" * 1000
     error = error_of(served.request(method, path, content=deep, headers=JSON), 400, "too_deep")
-    assert error["message"] == depth_message()
+    assert error["message"] == TOO_DEEP
     assert error["code"] == "invalid_params"
     assert snapshot(served) == before  # nothing moved, and the server still answers
 
@@ -88,7 +91,7 @@ def test_step_arguments_nested_500_levels_are_400_and_never_reach_the_tool(
     before = snapshot(served)
     body = step_call("add_note", {"ticket_id": "T-1", "text": nested(500)})
     r = served.post("/step", content=json.dumps(body), headers=JSON)
-    assert error_of(r, 400, "too_deep")["message"] == depth_message()
+    assert error_of(r, 400, "too_deep")["message"] == TOO_DEEP
     assert snapshot(served) == before
 
 
@@ -107,15 +110,33 @@ def test_unterminated_deep_nesting_is_400(served: httpx.Client, body: bytes) -> 
     assert r.json()["error"]["kind"] in ("too_deep", "malformed_json")
 
 
-def test_the_limit_counts_the_body_itself(served: httpx.Client) -> None:
-    """`MAX_JSON_DEPTH` levels in all, the body's own object included: arguments may nest
-    one level less. At the limit the body is read (the tool then refuses a list for a str)."""
-    at_limit = step_call("add_note", {"ticket_id": "T-1", "text": nested(MAX_JSON_DEPTH - 2)})
-    r = served.post("/step", json=at_limit)
+def test_arguments_past_the_gateways_limit_are_a_recorded_tool_error(
+    served: httpx.Client,
+) -> None:
+    """Between the two limits the body is read and the gateway refuses the arguments, as
+    over MCP: `invalid_arguments` naming where, recorded, nothing written."""
+    state = served.get("/state").json()["state_hash"]
+    deep = step_call("add_note", {"ticket_id": "T-1", "text": nested(MAX_JSON_DEPTH + 1)})
+    r = served.post("/step", json=deep)
     assert r.status_code == 200, r.text
-    assert r.json()["error"]["kind"] == "invalid_arguments"
-    over = step_call("add_note", {"ticket_id": "T-1", "text": nested(MAX_JSON_DEPTH - 1)})
-    error_of(served.post("/step", json=over), 400, "too_deep")
+    error = r.json()["error"]
+    assert error["kind"] == "invalid_arguments"
+    assert depth_message() in error["message"] and "text" in error["message"]
+    assert served.get("/state").json()["state_hash"] == state
+    last = json.loads(served.get("/trajectory?format=records").text.splitlines()[-1])
+    assert last["tool"] == "add_note" and last["error"]["kind"] == "invalid_arguments"
+
+
+def test_a_body_at_the_limit_is_read_and_one_level_more_is_not(served: httpx.Client) -> None:
+    def body(lists: int) -> str:  # the body's object, `arguments`, then `lists` levels
+        value = "[" * lists + "]" * lists
+        return '{"action": "call_tool", "tool_name": "add_note", "arguments": {"a": ' + value + "}}"
+
+    r = served.post("/step", content=body(BODY_DEPTH - 2), headers=JSON)
+    assert r.status_code == 200, r.text
+    assert r.json()["error"]["kind"] == "invalid_arguments"  # read, then refused by the gateway
+    r = served.post("/step", content=body(BODY_DEPTH - 1), headers=JSON)
+    assert error_of(r, 400, "too_deep")["message"] == TOO_DEEP
 
 
 def test_brackets_inside_strings_are_not_nesting(served: httpx.Client) -> None:

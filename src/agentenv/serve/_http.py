@@ -20,6 +20,11 @@ from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message, raw_too_deep
 ROLE_HEADER = "agentenv-role"
 SESSION_HEADER = "agentenv-session"
 DEFAULT_MAX_BODY = 1024 * 1024
+BODY_DEPTH = 2 * MAX_JSON_DEPTH
+"""How deep a request body may nest before it is refused unparsed (as MCP's transport
+does). Tool arguments and records inside it are held to `MAX_JSON_DEPTH` by the gateway,
+which records the refusal; the envelope gets room around them, far below where `json`
+recurses into trouble (~1,000)."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -99,7 +104,7 @@ def validation_message(exc: ValidationError) -> str:
 
 async def read_json(request: Request) -> Any:
     """The request body as JSON; a 400 HttpError if it is not (kind `malformed_json`, or
-    `too_deep` for a value nested past `MAX_JSON_DEPTH`, refused before it is parsed)."""
+    `too_deep` for a body nested past `BODY_DEPTH`, refused before it is parsed)."""
     return parse_json(await request.body())
 
 
@@ -110,7 +115,7 @@ def parse_json(raw: bytes) -> Any:
         raise HttpError(400, "bad_request", "the request needs a JSON body")
     # The nesting check comes first: `json` recurses per level and would raise
     # RecursionError (a 500) a few hundred levels in.
-    if raw_too_deep(raw):
+    if raw_too_deep(raw, BODY_DEPTH):
         raise _too_deep()
     try:
         # Strict UTF-8 (RFC 8259): json.loads(bytes) would let encoded surrogates through.
@@ -128,8 +133,11 @@ def parse_json(raw: bytes) -> Any:
 
 
 def _too_deep() -> HttpError:
-    hint = f"each object or array is one level; the whole body may nest {MAX_JSON_DEPTH}"
-    return HttpError(400, "too_deep", depth_message(), hint=hint)
+    hint = (
+        f"each object or array is one level: a body may nest {BODY_DEPTH}, "
+        f"tool arguments and records inside it {MAX_JSON_DEPTH}"
+    )
+    return HttpError(400, "too_deep", f"the request body is {depth_message(BODY_DEPTH)}", hint=hint)
 
 
 async def read_model(request: Request, model: type[M]) -> M:
