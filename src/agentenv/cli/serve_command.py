@@ -112,7 +112,7 @@ def auth_mode(host: str, tokens: dict[str, str]) -> str:
         return f"bearer tokens (roles: {roles})"
     if is_loopback(host):
         return "trusted local (AgentEnv-Role header)"
-    return "none: no --token set, every request but the card is refused (401)"
+    return "none: no --token set, so every call is refused (401)"
 
 
 def _serve_stdio(env: Environment, options: dict[str, Any]) -> None:
