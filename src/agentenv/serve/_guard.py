@@ -33,6 +33,7 @@ LOOPBACK_NAMES = frozenset({b"localhost", b"127.0.0.1", b"[::1]"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _MCP_END = "/mcp"
 _SHOWN = 120  # how much of a hostile header value a message repeats
+_KNOWN_HOSTS = 64
 
 
 def authority_name(authority: bytes) -> bytes | None:
@@ -103,6 +104,9 @@ class RequestGuard:
         self.app = app
         self.loopback = loopback
         self.trusted = trusted
+        # Host values already seen to name a loopback address (`127.0.0.1:8765`): the
+        # common case is one set lookup. Bounded: a client cycling ports cannot grow it.
+        self._loopback_hosts: set[bytes] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -118,12 +122,22 @@ class RequestGuard:
         check_type = scope["method"] in _BODY_METHODS
         for name, value in scope["headers"]:
             if name == b"host":
-                if self.loopback and not _local_name(authority_name(value), scope):
-                    bad_host = bad_host or value
+                if self.loopback and value not in self._loopback_hosts:
+                    host = authority_name(value)
+                    if host in LOOPBACK_NAMES:
+                        if len(self._loopback_hosts) < _KNOWN_HOSTS:
+                            self._loopback_hosts.add(value)
+                    elif host is None or host != _reached(scope):
+                        bad_host = bad_host or value
             elif name == b"origin":
                 if self.trusted and not _local_origin(value, scope):
                     bad_origin = bad_origin or value
-            elif name == b"content-type" and check_type and not is_json_type(value):
+            elif (
+                name == b"content-type"
+                and check_type
+                and value != b"application/json"
+                and not is_json_type(value)
+            ):
                 bad_type = bad_type or value
         if bad_host is not None:
             return _refuse(
