@@ -24,7 +24,12 @@ from agentenv.rollout.local import DEFAULT_CONCURRENCY, LocalRunner, RolloutSumm
 from agentenv.rollout.metrics import compute_metrics
 from agentenv.rollout.plan import PlanError, RolloutPlan
 from agentenv.rollout.progress import RichProgress
-from agentenv.rollout.ray_runner import DEFAULT_BATCH_SIZE, RayRunner, RayUnavailable
+from agentenv.rollout.ray_runner import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_WORKER_RETRIES,
+    RayRunner,
+    RayUnavailable,
+)
 from agentenv.rollout.store import RolloutStore, StoreError
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import read_document
@@ -135,6 +140,14 @@ def rollout(
     batch_size: Annotated[
         int, typer.Option("--batch-size", min=1, help="Episodes per Ray batch.")
     ] = DEFAULT_BATCH_SIZE,
+    worker_retries: Annotated[
+        int,
+        typer.Option(
+            "--worker-retries",
+            min=0,
+            help="Ray: how often an episode may run again after its worker died.",
+        ),
+    ] = DEFAULT_WORKER_RETRIES,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")
     ] = True,
@@ -191,6 +204,7 @@ def rollout(
                     address=address,
                     num_workers=workers,
                     batch_size=batch_size,
+                    worker_retries=worker_retries,
                     concurrency=concurrency,
                     **options,
                 ).run()
