@@ -153,3 +153,73 @@ async def test_jsonl_is_one_event_per_line(gw: Gateway, agent: Principal) -> Non
     assert body.endswith(b"\n") and len(lines) == 2
     assert json.loads(lines[1])["tool_call_result"]["structuredContent"] == {"result": "plain text"}
     assert to_jsonl([]) == b""
+
+
+# -- records whose values were replaced; long trajectories (issue 11) ------------------------
+
+
+def _strict(line: bytes) -> dict:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+async def test_a_sanitized_call_renders_strict_json_events_that_say_so(
+    gw: Gateway, agent: Principal
+) -> None:
+    await gw.call(agent, "deposit", {"account_id": "a\ud800", "amount": float("nan")})
+    call, outcome = _events(gw)
+    notes = gw.instance().trajectory[0].sanitized
+    assert {"path": "/args/amount", "what": "nan"} in notes
+    assert call["sanitized"] == notes and outcome["sanitized"] == notes
+    assert call["tool_call"]["arguments"] == {"account_id": "a\ufffd", "amount": None}
+    body = to_jsonl([call, outcome])  # raised UnicodeEncodeError (and wrote NaN) before
+    assert [_strict(x)["event_type"] for x in body.splitlines()] == [
+        "tool_call",
+        outcome["event_type"],
+    ]
+
+
+async def test_events_of_a_clean_call_carry_no_sanitized_key(gw: Gateway, agent: Principal) -> None:
+    await gw.call(agent, "whoami", {})
+    assert all("sanitized" not in e for e in _events(gw))
+
+
+def test_a_surrogate_in_records_read_from_elsewhere_is_escaped_not_fatal() -> None:
+    from agentenv.gateway import TrajectoryRecord
+
+    record = TrajectoryRecord(
+        seq=0, kind="call", wall_time=T0, state_hash="0", changelog_id=0, tool="t",
+        args={"x": "\ud800"},
+    )  # fmt: skip
+    lines = to_jsonl(records_events([record])).splitlines()
+    assert json.loads(lines[0])["tool_call"]["arguments"] == {"x": "\ud800"}
+
+
+def test_paging_events_of_a_spilled_trajectory(monkeypatch) -> None:
+    import io
+
+    import agentenv.gateway.trajectory as module
+    from agentenv.gateway.events import iter_events, write_events
+
+    monkeypatch.setattr(module, "HOT_RECORDS", 6)
+    traj = Trajectory()
+    base = {"wall_time": T0, "state_hash": "0", "changelog_id": 0}
+    for i in range(40):
+        if i % 4 == 3:
+            traj.append(kind="control", event="clock_set", **base)
+        else:
+            traj.append(kind="call", tool="t", args={"i": i}, result=i, **base)
+    assert traj.spilled > 0
+    everything = trajectory_events(traj)
+    assert len(everything) == traj.event_count
+    assert [e["event_id"] for e in everything] == [f"event_{n}" for n in range(1, 71)]
+    assert records_events(list(traj)) == everything
+    for since in (0, 1, 5, 33, 69, 70, 99):
+        for limit in (1, 2, 7, 100, None):
+            end = None if limit is None else since + limit
+            assert list(iter_events(traj, since, limit)) == everything[since:end], (since, limit)
+    out = io.BytesIO()
+    assert write_events(out, traj, 3, 10) == len(out.getvalue())
+    assert out.getvalue() == to_jsonl(everything[3:13])

@@ -247,3 +247,228 @@ async def test_a_call_whose_tool_ran_records_its_write_window(
     ran, denied = gw.instance().trajectory.calls()
     assert (ran.changelog_id_before, ran.changelog_id) == (before, before + 2)
     assert (denied.changelog_id_before, denied.changelog_id) == (None, before + 2)
+
+
+# -- values JSON cannot carry (issue 11, defects 4 and 13) ----------------------------------
+
+
+def _strict_json(line: str) -> dict:
+    """Parse one line as JSON that any parser takes (no NaN, no Infinity)."""
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+async def test_a_lone_surrogate_is_replaced_and_the_record_says_so(
+    gw: Gateway, agent: Principal
+) -> None:
+    await gw.call(agent, "deposit", {"account_id": "a\ud800", "amount": 5})
+    await gw.call(agent, "n\udfffpe", {"k\ud83d": "v"})
+    await gw.call(agent, "deposit", {"account_id": "a1", "amount": 1})
+    traj = gw.instance().trajectory
+    bad, unknown, good = traj
+    assert bad.args == {"account_id": "a\ufffd", "amount": 5}
+    assert {"path": "/args/account_id", "what": "lone_surrogate"} in bad.sanitized
+    assert unknown.tool == "n\ufffdpe" and unknown.args == {"k\ufffd": "v"}
+    assert {"path": "/tool", "what": "lone_surrogate"} in unknown.sanitized
+    assert {"path": "/args/k\ufffd", "what": "lone_surrogate"} in unknown.sanitized
+    assert good.sanitized is None
+    lines = traj.to_jsonl().splitlines()  # failed with UnicodeEncodeError before
+    assert [_strict_json(x)["seq"] for x in lines] == [0, 1, 2]
+    assert _strict_json(lines[0])["sanitized"] == bad.sanitized
+    assert Trajectory.read_jsonl(traj.to_jsonl()) == list(traj)
+
+
+def test_a_lone_surrogate_in_any_text_field_is_replaced() -> None:
+    traj = Trajectory()
+    record = _append(
+        traj,
+        kind="message",
+        detail="hi \ud800",
+        session="s\udc00",
+        error=CallError(kind="tool_error", message="bad \udbff"),
+    )
+    assert (record.detail, record.session) == ("hi \ufffd", "s\ufffd")
+    assert record.error == CallError(kind="tool_error", message="bad \ufffd")
+    assert [n["path"] for n in record.sanitized] == ["/session", "/detail", "/error/message"]
+    _strict_json(traj.to_jsonl())
+
+
+async def test_nan_and_infinite_arguments_become_null_and_are_noted(
+    gw: Gateway, agent: Principal
+) -> None:
+    args = {"account_id": "a1", "amount": float("nan"), "more": [float("inf"), -float("inf")]}
+    await gw.call(agent, "deposit", args)
+    record = gw.instance().trajectory[0]
+    assert record.args == {"account_id": "a1", "amount": None, "more": [None, None]}
+    assert record.sanitized == [
+        {"path": "/args/amount", "what": "nan"},
+        {"path": "/args/more/0", "what": "infinity"},
+        {"path": "/args/more/1", "what": "-infinity"},
+    ]
+    line = _strict_json(gw.instance().trajectory.to_jsonl())
+    assert line["args"]["amount"] is None and line["sanitized"] == record.sanitized
+
+
+def _nested(levels: int) -> dict:
+    value: dict = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+def test_values_nested_past_the_limit_are_cut_with_a_marker() -> None:
+    from agentenv.gateway.sanitize import TOO_DEEP
+    from agentenv.spec.limits import MAX_JSON_DEPTH, value_too_deep
+
+    traj = Trajectory()
+    ok = _append(traj, args=_nested(MAX_JSON_DEPTH))
+    assert ok.sanitized is None  # at the limit: kept whole
+    record = _append(traj, args={"x": 1}, result=_nested(10_000))  # deeper than Python recurses
+    assert not value_too_deep(record.result)
+    (note,) = record.sanitized
+    assert note["what"] == "too_deep"
+    assert note["path"] == "/result" + "/a" * MAX_JSON_DEPTH
+    inner = record.result
+    for _ in range(MAX_JSON_DEPTH - 1):
+        inner = inner["a"]
+    assert inner == {"a": TOO_DEEP}
+    assert [_strict_json(x)["seq"] for x in traj.to_jsonl().splitlines()] == [0, 1]
+
+
+def test_python_values_json_has_no_form_for_are_their_repr_and_noted() -> None:
+    from agentenv.gateway.sanitize import CIRCULAR
+
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    loop: list = [1]
+    loop.append(loop)
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+    traj = Trajectory()
+    record = _append(
+        traj,
+        args={"when": when, "tags": {"x"}, "odd": Broken(), (1, 2): "tuple key", 3: "int key"},
+        result=loop,
+    )
+    assert record.args["when"] == repr(when)
+    assert record.args["tags"] == "{'x'}"
+    assert record.args["odd"] == "<Broken object>"
+    assert record.args["(1, 2)"] == "tuple key" and record.args["3"] == "int key"
+    assert record.result == [1, CIRCULAR]
+    assert {n["path"]: n["what"] for n in record.sanitized} == {
+        "/args/when": "not_json",
+        "/args/tags": "not_json",
+        "/args/odd": "not_json",
+        "/args/(1, 2)": "not_json",
+        "/result/1": "circular",
+    }
+    _strict_json(traj.to_jsonl())
+
+
+def test_notes_are_capped_with_one_more() -> None:
+    from agentenv.gateway.sanitize import MAX_NOTES
+
+    traj = Trajectory()
+    record = _append(traj, result=[float("nan")] * 100)
+    assert record.result == [None] * 100
+    assert len(record.sanitized) == MAX_NOTES + 1
+    assert record.sanitized[-1] == {"path": f"/result/{MAX_NOTES}", "what": "more"}
+
+
+def test_a_plain_record_is_kept_as_given() -> None:
+    traj = Trajectory()
+    args = {"a": [1, 2.5, "é", {"b": None, "c": True}]}
+    record = _append(traj, args=args, result="text")
+    assert record.args is args and record.sanitized is None
+
+
+# -- bounded memory: older records spill to a file -------------------------------------------
+
+
+@pytest.fixture
+def small_window(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A trajectory keeps 8 records in memory (instead of about a thousand)."""
+    import agentenv.gateway.trajectory as module
+
+    monkeypatch.setattr(module, "HOT_RECORDS", 8)
+    return 8
+
+
+def _mixed(traj: Trajectory, n: int) -> list[TrajectoryRecord]:
+    made = []
+    for i in range(n):
+        if i % 3 == 2:
+            made.append(_append(traj, kind="control", event=f"e{i}", detail="d"))
+        else:
+            made.append(_append(traj, tool=f"t{i}", args={"i": i}, result={"r": [i, "é"]}))
+    return made
+
+
+def test_a_long_trajectory_spills_and_reads_back_the_same(small_window: int) -> None:
+    traj = Trajectory()
+    made = _mixed(traj, 100)
+    assert traj.spilled > 0 and len(traj) - traj.spilled <= small_window
+    assert len(traj) == 100 and list(traj) == made
+    assert [traj[i] for i in range(100)] == made and traj[-1] == made[-1] and traj[0] == made[0]
+    assert traj[10:20] == made[10:20] and traj[::7] == made[::7]
+    assert traj.since(37) == made[37:] and traj.calls() == [r for r in made if r.kind == "call"]
+    assert Trajectory.read_jsonl(traj.to_jsonl()) == made
+    assert traj.to_jsonl(since=41).splitlines() == traj.to_jsonl().splitlines()[41:]
+    numbers, events = [], 0
+    for record in made:
+        numbers.append(events)
+        events += 2 if record.kind == "call" else 1
+    assert traj.event_count == events
+    assert [traj.first_event(i) for i in range(100)] == numbers
+    for event in range(events):
+        seq = traj.record_at_event(event)
+        assert numbers[seq] <= event < numbers[seq] + (2 if made[seq].kind == "call" else 1)
+    assert traj.record_at_event(events) == 100
+    with pytest.raises(IndexError):
+        traj[100]
+
+
+def test_a_short_trajectory_makes_no_file(small_window: int) -> None:
+    traj = Trajectory()
+    _mixed(traj, small_window - 1)
+    assert traj.spilled == 0
+
+
+def test_big_values_spill_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentenv.gateway.trajectory as module
+
+    monkeypatch.setattr(module, "HOT_BYTES", 1_000_000)
+    traj = Trajectory()
+    for _ in range(10):
+        _append(traj, result="x" * 300_000)
+    assert traj.spilled >= 6 and traj[0].result == "x" * 300_000
+
+
+def test_readers_in_other_threads_see_whole_records_while_it_spills(small_window: int) -> None:
+    import threading
+
+    traj = Trajectory()
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            records = list(traj)
+            if [r.seq for r in records] != list(range(len(records))):
+                seen.append(f"out of order: {[r.seq for r in records]}")
+            if len(records) > 1:
+                traj.first_event(len(records) - 1)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        _mixed(traj, 3000)
+    finally:
+        stop.set()
+        reader.join()
+    assert seen == []
+    assert [r.seq for r in traj] == list(range(3000))

@@ -3,8 +3,10 @@ and harnesses read them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -85,7 +87,8 @@ def test_since_and_our_records(http: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("query", "named"),
     [("since=soon", "since"), ("since=1.5", "since"), ("format=yaml", "format"),
-     ("format=records&since=x", "since")],
+     ("format=records&since=x", "since"), ("limit=0", "limit"), ("limit=-2", "limit"),
+     ("limit=ten", "limit"), ("format=records&limit=0", "limit")],
 )  # fmt: skip
 def test_a_bad_trajectory_query_is_a_400_naming_it(
     http: httpx.Client, query: str, named: str
@@ -149,3 +152,134 @@ def test_a_bad_changes_query_gets_upstreams_400(
     r = http.get(f"/changes?{query}")
     assert r.status_code == 400
     assert r.json() == {"ok": False, "error": message}
+
+
+# -- hostile values, paging, streaming (issue 11, defects 4, 12, 13) ----------------------
+
+
+def _strict(line: str) -> dict[str, Any]:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def _poison(gateway: Gateway) -> None:
+    """In-process calls with what JSON cannot carry (before the server runs)."""
+    from agentenv import Principal
+
+    agent = Principal("agent", name="ada")
+    deep: dict[str, Any] = {}
+    for _ in range(300):
+        deep = {"d": deep}
+
+    async def calls() -> None:
+        await gateway.call(agent, "add_note", {"ticket_id": "T-1", "text": "\ud800"})
+        await gateway.call(agent, "add_note", {"ticket_id": "T-1", "text": float("nan")})
+        await gateway.call(agent, "add_note", {"ticket_id": "T-1", "text": deep})
+        await gateway.call(agent, "add_note", {"ticket_id": "T-1", "text": {1, 2}})
+
+    asyncio.run(calls())
+    # What the gateway refuses (deep arguments) never reaches the record; any other
+    # recorder's deep value is cut.
+    gateway.instance().trajectory.append(
+        kind="call",
+        wall_time=datetime.now(UTC),
+        state_hash="0",
+        changelog_id=0,
+        tool="t",
+        args=deep,
+    )
+
+
+def test_a_poisoned_call_leaves_the_trajectory_readable(
+    gateway: Gateway, live_server: Callable[..., Any], http_client: Callable[..., httpx.Client]
+) -> None:
+    _poison(gateway)
+    with live_server(gateway) as url, http_client(url) as http:
+        raw = b'{"action": "call_tool", "tool_name": "add_note", '
+        raw += b'"arguments": {"ticket_id": "T-1", "text": "x\\udfff"}}'
+        http.post("/step", content=raw, headers={"content-type": "application/json"})
+        _call(http, "get_ticket", id="T-1")
+        for query in ("", "?format=records", "?since=3", "?limit=3"):
+            r = http.get(f"/trajectory{query}")  # a 500 for ever after, before
+            assert r.status_code == 200, query
+            assert int(r.headers["X-Trajectory-Total-Bytes"]) == len(r.content)
+            lines = [_strict(line) for line in r.text.splitlines()]
+            assert lines, query
+        events = _lines(http.get("/trajectory"))
+        for event in events:
+            EVENT_ADAPTER.validate_python(event)
+        whats = {n["what"] for e in events for n in e.get("sanitized", [])}
+        assert {"lone_surrogate", "nan", "too_deep", "not_json"} <= whats
+        records = _lines(http.get("/trajectory?format=records"))
+        assert records[0]["args"]["text"] == "\ufffd"
+        assert records[0]["sanitized"] == [{"path": "/args/text", "what": "lone_surrogate"}]
+        assert records[1]["args"]["text"] is None
+        assert records[1]["sanitized"] == [{"path": "/args/text", "what": "nan"}]
+        assert records[-1]["sanitized"] is None and records[-1]["tool"] == "get_ticket"
+
+
+def test_pages_with_since_and_limit(http: httpx.Client) -> None:
+    for i in range(12):
+        _call(http, "add_note", ticket_id="T-1", text=f"n{i}")
+    whole = http.get("/trajectory")
+    assert whole.headers["X-Trajectory-Has-More"] == "false"
+    since, pages = 0, []
+    while True:
+        r = http.get("/trajectory", params={"since": since, "limit": 5})
+        assert int(r.headers["X-Trajectory-Total-Bytes"]) == len(r.content)
+        pages.append(r.content)
+        since = int(r.headers["X-Trajectory-Next-Since"])
+        if r.headers["X-Trajectory-Has-More"] == "false":
+            break
+    assert len(pages) == 5 and since == 24
+    assert b"".join(pages) == whole.content
+    assert [len(p.splitlines()) for p in pages] == [5, 5, 5, 5, 4]
+
+    first = http.get("/trajectory", params={"format": "records", "limit": 5, "since": 10})
+    assert [x["seq"] for x in _lines(first)] == [10, 11]
+    assert first.headers["X-Trajectory-Next-Since"] == "12"
+    assert first.headers["X-Trajectory-Has-More"] == "false"
+    middle = http.get("/trajectory", params={"format": "records", "limit": 3, "since": 4})
+    assert [x["seq"] for x in _lines(middle)] == [4, 5, 6]
+    assert middle.headers["X-Trajectory-Has-More"] == "true"
+
+
+def test_a_long_trajectory_is_streamed_whole(
+    gateway: Gateway,
+    live_server: Callable[..., Any],
+    http_client: Callable[..., httpx.Client],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import agentenv.gateway.trajectory as trajectory_module
+    import agentenv.serve.history as history
+    from agentenv.gateway.events import to_jsonl, trajectory_events
+
+    monkeypatch.setattr(trajectory_module, "HOT_RECORDS", 16)
+    monkeypatch.setattr(history, "SPOOL_BYTES", 2048)
+    monkeypatch.setattr(history, "STREAM_CHUNK", 1000)
+    with live_server(gateway) as url, http_client(url) as http:
+        for i in range(60):
+            _call(http, "add_note", ticket_id="T-1", text=f"note {i}")
+        traj = gateway.instance().trajectory
+        assert traj.spilled > 0
+        r = http.get("/trajectory")
+        assert "chunked" not in r.headers.get("transfer-encoding", "")
+        assert int(r.headers["content-length"]) == len(r.content) > 2048
+        assert int(r.headers["X-Trajectory-Total-Bytes"]) == len(r.content)
+        assert r.content == to_jsonl(trajectory_events(traj))
+        records = http.get("/trajectory?format=records")
+        assert records.text == traj.to_jsonl()
+        assert [x["seq"] for x in _lines(records)] == list(range(60))
+
+
+def test_the_trajectory_query_is_in_the_openapi_document(http: httpx.Client) -> None:
+    operation = http.get("/openapi.json").json()["paths"]["/trajectory"]["get"]
+    params = {p["name"]: p for p in operation["parameters"] if p.get("in") == "query"}
+    assert set(params) == {"since", "limit", "format"}
+    assert params["limit"]["schema"] == {"type": "integer", "minimum": 1}
+    assert params["format"]["schema"]["enum"] == ["events", "records"]
+    ok = operation["responses"]["200"]
+    assert "application/jsonl" in ok["content"]
+    assert "X-Trajectory-Total-Bytes" in ok["headers"]

@@ -14,7 +14,10 @@ Each record renders to upstream's event types, with our own fields as added keys
 
 Every event has `event_id` (`event_N`, numbered from 1 over the whole trajectory),
 `timestamp_utc`, `virtual_time` while the clock is armed, and our `seq` (the record it came
-from). The models below are the schema; rendering builds plain dicts (one per event, no
+from). The events of a record whose values had to be replaced to stay JSON also carry our
+`sanitized` (the record's `{path, what}` list, paths into the record: `/args/...` is in
+`tool_call.arguments`, `/result/...` in the outcome; `gateway.sanitize`). Upstream's readers
+take events as plain JSON objects, so added keys pass them by. The models below are the schema; rendering builds plain dicts (one per event, no
 validation) and the tests check them against the models.
 """
 
@@ -22,12 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from agentenv.gateway.sanitize import Sanitized
 from agentenv.gateway.trajectory import Trajectory, TrajectoryRecord, events_of
 
 SYSTEM_ROLE = "system"
@@ -43,6 +47,9 @@ class _Event(BaseModel):
     timestamp_utc: str
     virtual_time: str | None = None
     seq: int = Field(description="Ours: the trajectory record this event renders.")
+    sanitized: list[Sanitized] | None = Field(
+        None, description="Ours: the record's values replaced so that it stays JSON."
+    )
 
 
 class ToolCallSpec(BaseModel):
@@ -162,6 +169,8 @@ def _stamp(event: dict[str, Any], number: int, wall: datetime, record: Trajector
     if record.virtual_time is not None:
         event["virtual_time"] = _virtual(record.virtual_time)
     event["seq"] = record.seq
+    if record.sanitized:
+        event["sanitized"] = record.sanitized
 
 
 def _result_text(record: TrajectoryRecord) -> str:
@@ -273,15 +282,30 @@ def _internal_call(record: TrajectoryRecord) -> dict[str, Any]:
     return event
 
 
-def trajectory_events(trajectory: Trajectory, since: int = 0) -> list[dict[str, Any]]:
-    """The events of a live trajectory after the first `since` of them."""
+def trajectory_events(
+    trajectory: Trajectory, since: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The events of a live trajectory after the first `since` of them (at most `limit`)."""
+    return list(iter_events(trajectory, since, limit))
+
+
+def iter_events(
+    trajectory: Trajectory, since: int = 0, limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """The events numbered `since` to `since + limit` (or the end, as it is when iteration
+    begins), rendered a record at a time: spilled records are read back chunk by chunk."""
     since = max(since, 0)
-    events: list[dict[str, Any]] = []
+    stop = trajectory.event_count if limit is None else min(trajectory.event_count, since + limit)
+    if since >= stop:
+        return
     start = trajectory.record_at_event(since)
-    for seq in range(start, len(trajectory)):
-        events.extend(render(trajectory[seq], trajectory.first_event(seq)))
-    skip = since - trajectory.first_event(start) if start < len(trajectory) else 0
-    return events[skip:]
+    last = trajectory.record_at_event(stop - 1)
+    number = trajectory.first_event(start)
+    for record in trajectory.records(start, last + 1):
+        for event in render(record, number):
+            if since <= number < stop:
+                yield event
+            number += 1
 
 
 def records_events(records: Iterable[TrajectoryRecord]) -> list[dict[str, Any]]:
@@ -294,6 +318,31 @@ def records_events(records: Iterable[TrajectoryRecord]) -> list[dict[str, Any]]:
     return events
 
 
-def to_jsonl(events: Sequence[dict[str, Any]]) -> bytes:
+def event_line(event: dict[str, Any]) -> bytes:
+    """One event as a JSON line (UTF-8). Events of appended records always encode; one
+    rendered from records read elsewhere may hold a lone surrogate, which is then escaped
+    (`\\udXXX`, as JSON allows) rather than lost."""
+    text = json.dumps(event, ensure_ascii=False, default=str)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(event, default=str).encode() + b"\n"
+
+
+def write_events(
+    out: IO[bytes], trajectory: Trajectory, since: int = 0, limit: int | None = None
+) -> int:
+    """Write the events `iter_events` gives to `out` as JSON lines; the bytes written."""
+    written = 0
+    batch: list[bytes] = []
+    for event in iter_events(trajectory, since, limit):
+        batch.append(event_line(event))
+        if len(batch) >= 256:
+            written += out.write(b"".join(batch))
+            batch.clear()
+    return written + out.write(b"".join(batch))
+
+
+def to_jsonl(events: Iterable[dict[str, Any]]) -> bytes:
     """Events as JSON lines (UTF-8)."""
-    return "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n" for e in events).encode()
+    return b"".join(event_line(e) for e in events)

@@ -4,19 +4,44 @@ These records are our own model (grading, exporters, rollouts and run folders re
 `GET /trajectory` serves them rendered as upstream's events (`gateway.events`): a call
 record becomes two events, every other record one. The trajectory numbers the events as
 records are appended, so an event's id never depends on what a reader asked for.
+
+Every record is readable: `append` makes its values JSON every reader can carry
+(`gateway.sanitize`) and lists what it replaced in the record's `sanitized`.
+
+Memory is bounded: the newest records stay in memory as objects (at most `HOT_RECORDS`,
+and about `HOT_BYTES` of values); older ones are written to an unnamed temporary file
+created the first time a trajectory outgrows that (`gateway.spill`), and read back, a
+chunk at a time, when asked for. Short trajectories
+(every rollout episode of ordinary length) never make a file. docs/trajectory.md has the
+figures.
 """
 
 from __future__ import annotations
 
+import io
+import threading
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
-from typing import Any, Literal
+from operator import attrgetter
+from typing import IO, Any, Literal, overload
 
 from pydantic import TypeAdapter
 
+from agentenv.gateway.sanitize import Sanitized, clean_fields, quick_size
+from agentenv.gateway.spill import SpillFile
 from agentenv.spec.wire import CallError
+
+HOT_RECORDS = 1024
+"""A trajectory keeps at most this many of its newest records in memory."""
+HOT_BYTES = 8 * 1024 * 1024
+"""... and spills its oldest ones sooner when their values add up to about this much."""
+_RECORD_BYTES = 400
+"""About what a record costs in memory beyond its values' JSON size."""
+_CACHED_CHUNKS = 2
+"""Spilled chunks kept decoded, for readers that index back and forth (`GET /changes`)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -48,6 +73,9 @@ class TrajectoryRecord:
     trigger_id: str | None = None
     event: str | None = None
     detail: str | None = None
+    sanitized: list[Sanitized] | None = None
+    """The values replaced so that the record stays JSON (`gateway.sanitize`); None when
+    none was."""
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON data."""
@@ -57,67 +85,252 @@ class TrajectoryRecord:
 RECORD_ADAPTER: TypeAdapter[TrajectoryRecord] = TypeAdapter(TrajectoryRecord)
 
 
-class Trajectory:
-    """The records of one instance, in order. Append-only."""
+_FIELDS = tuple(f.name for f in dataclass_fields(TrajectoryRecord))
+_ROW = attrgetter(*_FIELDS)
 
-    __slots__ = ("_events", "_first_event", "_records")
 
-    def __init__(self) -> None:
-        self._records: list[TrajectoryRecord] = []
-        self._first_event: list[int] = []
-        self._events = 0
-
-    def append(self, **fields: Any) -> TrajectoryRecord:
-        """Add a record; fields are trusted (the gateway built them), so no validation."""
-        record = TrajectoryRecord(seq=len(self._records), **fields)
-        self._records.append(record)
-        self._first_event.append(self._events)
-        self._events += events_of(record)
-        return record
-
-    @property
-    def event_count(self) -> int:
-        """How many wire events the records render to (see `events_of`)."""
-        return self._events
-
-    def first_event(self, seq: int) -> int:
-        """How many wire events come before record `seq`'s first one."""
-        return self._first_event[seq]
-
-    def record_at_event(self, event: int) -> int:
-        """The seq of the record whose events hold event number `event` (0-based); the
-        record count when `event` is past the end."""
-        return bisect_right(self._first_event, event) - 1 if event < self._events else len(self)
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __iter__(self) -> Iterator[TrajectoryRecord]:
-        return iter(self._records)
-
-    def __getitem__(self, index: int) -> TrajectoryRecord:
-        return self._records[index]
-
-    def since(self, seq: int = 0) -> list[TrajectoryRecord]:
-        """The records from `seq` on."""
-        return self._records[seq:]
-
-    def calls(self) -> list[TrajectoryRecord]:
-        """Only the tool-call records (denied ones included)."""
-        return [r for r in self._records if r.kind == "call"]
-
-    def to_jsonl(self, since: int = 0) -> str:
-        """The records as JSON lines."""
-        dump = RECORD_ADAPTER.dump_json
-        return "".join(dump(r).decode() + "\n" for r in self._records[since:])
-
-    @staticmethod
-    def read_jsonl(text: str) -> list[TrajectoryRecord]:
-        """Parse JSONL written by `to_jsonl`."""
-        return [RECORD_ADAPTER.validate_json(x) for x in text.splitlines() if x.strip()]
+def record_line(record: TrajectoryRecord) -> bytes:
+    """One record as a JSON line (what `to_jsonl` and `?format=records` give)."""
+    try:
+        return RECORD_ADAPTER.dump_json(record) + b"\n"
+    except (ValueError, TypeError, RecursionError):
+        # Only a record built or changed outside `append` gets here: still one readable line.
+        fields = {name: getattr(record, name) for name in _FIELDS}
+        notes = clean_fields(fields)
+        fields["sanitized"] = [*(record.sanitized or []), *notes] or None
+        return RECORD_ADAPTER.dump_json(TrajectoryRecord(**fields)) + b"\n"
 
 
 def events_of(record: TrajectoryRecord) -> int:
     """How many wire events a record renders to: a call two (the call and its outcome),
     anything else one."""
     return 2 if record.kind == "call" else 1
+
+
+class Trajectory:
+    """The records of one instance, in order. Append-only; safe to read from other threads
+    (`GET /trajectory` renders in a worker thread) while the gateway appends."""
+
+    __slots__ = (
+        "__weakref__",
+        "_cache",
+        "_count",
+        "_events",
+        "_hot",
+        "_hot_bytes",
+        "_hot_events",
+        "_hot_sizes",
+        "_hot_start",
+        "_lock",
+        "_spill",
+    )
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hot: list[TrajectoryRecord] = []  # records _hot_start.. (new lists on a spill)
+        self._hot_events: list[int] = []  # the first event number of each
+        self._hot_sizes: list[int] = []  # about what each costs in memory
+        self._hot_start = 0
+        self._hot_bytes = 0
+        self._count = 0
+        self._events = 0
+        self._spill: SpillFile | None = None
+        self._cache: dict[int, tuple[list[TrajectoryRecord], list[int]]] = {}
+
+    def append(self, *, result_text: str | None = None, **fields: Any) -> TrajectoryRecord:
+        """Add a record. The gateway built the fields (no validation), but their values came
+        from callers and tools: whatever JSON cannot carry is replaced and noted in
+        `sanitized` (`gateway.sanitize`).
+
+        `result_text`: the result's text when the caller has already proven the result JSON
+        every reader can carry (as `gateway.results.encode_result` does); it is then not
+        encoded again, and the text's length stands for its size."""
+        clean = result_text is not None
+        size = quick_size(fields, result_clean=clean)
+        if size is None:
+            notes = clean_fields(fields)
+            if notes:
+                fields["sanitized"] = notes
+            size = quick_size(fields, result_clean=clean) or 0
+        size += _RECORD_BYTES + (len(result_text) if clean else 0)
+        with self._lock:
+            record = TrajectoryRecord(seq=self._count, **fields)
+            self._hot.append(record)
+            self._hot_events.append(self._events)
+            self._hot_sizes.append(size)
+            self._hot_bytes += size
+            self._events += 2 if record.kind == "call" else 1
+            self._count += 1
+            if len(self._hot) >= HOT_RECORDS or self._hot_bytes >= HOT_BYTES:
+                self._spill_oldest()
+        return record
+
+    def _spill_oldest(self) -> None:
+        """Move the oldest in-memory records to the spill file, until at most half of each
+        bound is held (at least one record moves). Called with the lock held."""
+        hot, sizes = self._hot, self._hot_sizes
+        count, held = 0, self._hot_bytes
+        while count < len(hot) and (
+            count == 0 or len(hot) - count > HOT_RECORDS // 2 or held > HOT_BYTES // 2
+        ):
+            held -= sizes[count]
+            count += 1
+        if self._spill is None:
+            self._spill = SpillFile()
+        self._spill.add(
+            [_ROW(r) for r in hot[:count]],
+            first_seq=self._hot_start,
+            first_event=self._hot_events[0],
+        )
+        # New lists, not in-place deletes: a reader holding the old ones still reads them whole.
+        self._hot = hot[count:]
+        self._hot_events = self._hot_events[count:]
+        self._hot_sizes = sizes[count:]
+        self._hot_bytes = held
+        self._hot_start += count
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def event_count(self) -> int:
+        """How many wire events the records render to (see `events_of`)."""
+        return self._events
+
+    @property
+    def spilled(self) -> int:
+        """How many of the oldest records are held on disk, not in memory."""
+        return self._hot_start
+
+    def _view(self) -> tuple[int, list[TrajectoryRecord], list[int]]:
+        with self._lock:
+            return self._hot_start, self._hot, self._hot_events
+
+    def _chunk(self, index: int, *, keep: bool = True) -> tuple[list[TrajectoryRecord], list[int]]:
+        """The records of spilled chunk `index`, decoded, and each one's first event."""
+        cached = self._cache.get(index)
+        if cached is not None:
+            return cached
+        assert self._spill is not None
+        spill = self._spill
+        records = [
+            TrajectoryRecord(**dict(zip(_FIELDS, row, strict=True))) for row in spill.rows(index)
+        ]
+        firsts: list[int] = []
+        number = spill.first_event[index]
+        for record in records:
+            firsts.append(number)
+            number += events_of(record)
+        if keep:
+            with self._lock:
+                while len(self._cache) >= _CACHED_CHUNKS:
+                    del self._cache[next(iter(self._cache))]
+                self._cache[index] = (records, firsts)
+        return records, firsts
+
+    def _locate(self, seq: int) -> tuple[TrajectoryRecord, int]:
+        """Record `seq` (0 <= seq < len) and its first event number."""
+        start, hot, hot_events = self._view()
+        if seq >= start:
+            return hot[seq - start], hot_events[seq - start]
+        assert self._spill is not None
+        index = self._spill.chunk_of(seq)
+        records, firsts = self._chunk(index)
+        offset = seq - self._spill.first_seq[index]
+        return records[offset], firsts[offset]
+
+    def _index(self, index: int) -> int:
+        count = self._count
+        seq = index + count if index < 0 else index
+        if not 0 <= seq < count:
+            raise IndexError(f"trajectory index {index} out of range ({count} records)")
+        return seq
+
+    def first_event(self, seq: int) -> int:
+        """How many wire events come before record `seq`'s first one."""
+        return self._locate(self._index(seq))[1]
+
+    def record_at_event(self, event: int) -> int:
+        """The seq of the record whose events hold event number `event` (0-based); the
+        record count when `event` is past the end."""
+        if event >= self._events:
+            return len(self)
+        if event < 0:
+            return -1
+        start, hot, hot_events = self._view()
+        if hot and event >= hot_events[0]:
+            return start + bisect_right(hot_events, event) - 1
+        assert self._spill is not None
+        index = self._spill.chunk_of_event(event)
+        _, firsts = self._chunk(index)
+        return self._spill.first_seq[index] + bisect_right(firsts, event) - 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[TrajectoryRecord]:
+        return self.records()
+
+    @overload
+    def __getitem__(self, index: int) -> TrajectoryRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TrajectoryRecord]: ...
+    def __getitem__(self, index: int | slice) -> TrajectoryRecord | list[TrajectoryRecord]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                return list(self.records(start, stop))
+            return [self[i] for i in range(start, stop, step)]
+        return self._locate(self._index(index))[0]
+
+    def records(self, start: int = 0, stop: int | None = None) -> Iterator[TrajectoryRecord]:
+        """The records `start` to `stop` (the end as it is when iteration begins), in order,
+        read back a chunk at a time where they were spilled."""
+        stop = len(self) if stop is None else min(stop, len(self))
+        seq = max(start, 0)
+        while seq < stop:
+            hot_start, hot, _ = self._view()
+            if seq >= hot_start:
+                yield from hot[seq - hot_start : stop - hot_start]
+                return
+            assert self._spill is not None
+            index = self._spill.chunk_of(seq)
+            first = self._spill.first_seq[index]
+            records, _ = self._chunk(index, keep=False)
+            yield from records[seq - first : stop - first]
+            seq = first + len(records)
+
+    def since(self, seq: int = 0) -> list[TrajectoryRecord]:
+        """The records from `seq` on."""
+        return list(self.records(seq if seq >= 0 else max(len(self) + seq, 0)))
+
+    def calls(self) -> list[TrajectoryRecord]:
+        """Only the tool-call records (denied ones included)."""
+        return [r for r in self.records() if r.kind == "call"]
+
+    def write_jsonl(self, out: IO[bytes], start: int = 0, stop: int | None = None) -> int:
+        """Write records `start` to `stop` as JSON lines to `out`; the bytes written."""
+        written = 0
+        batch: list[bytes] = []
+        for record in self.records(start, stop):
+            batch.append(record_line(record))
+            if len(batch) >= 256:
+                written += out.write(b"".join(batch))
+                batch.clear()
+        return written + out.write(b"".join(batch))
+
+    def to_jsonl(self, since: int = 0) -> str:
+        """The records as JSON lines."""
+        out = io.BytesIO()
+        self.write_jsonl(out, since)
+        return out.getvalue().decode()
+
+    def close(self) -> None:
+        """Drop the spill file now (it goes anyway when the trajectory is collected);
+        spilled records cannot be read afterwards."""
+        if self._spill is not None:
+            self._spill.close()
+
+    @staticmethod
+    def read_jsonl(text: str) -> list[TrajectoryRecord]:
+        """Parse JSONL written by `to_jsonl`."""
+        return [RECORD_ADAPTER.validate_json(x) for x in text.splitlines() if x.strip()]

@@ -1,0 +1,85 @@
+"""Where a long trajectory keeps its older records: a temporary file of pickled chunks.
+
+Pickle, not JSON: a spill happens on the call path (every few hundred calls) and pickling
+a chunk's field tuples costs about a microsecond a record, several times less than JSON
+(reading, rare, pays the JSON). The file is ours alone (created 0600 by `tempfile`, never
+named to anyone), so loading it back is loading what this process wrote.
+
+The file is unnamed (`tempfile.TemporaryFile`: unlinked at once on POSIX), so it goes when
+the trajectory is collected or the process ends, even by SIGKILL, and nothing is left on
+disk. It is written in chunks (one per spill, a few hundred records); the index keeps, per
+chunk, its first record's seq, its first event's number, and where its bytes lie: a few
+dozen bytes per chunk, so a trajectory of millions of records holds kilobytes of index.
+Reads and writes are serialised by one lock (a chunk is read whole, a few hundred KB).
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+import threading
+from array import array
+from bisect import bisect_right
+
+SPILL_PREFIX = "agentenv-trajectory-"
+
+
+class SpillFile:
+    """The spilled chunks of one trajectory, in order; append-only."""
+
+    __slots__ = ("_file", "_io", "end", "first_event", "first_seq", "offset", "size", "stop_seq")
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile(prefix=SPILL_PREFIX)  # noqa: SIM115 - held for life
+        self._io = threading.Lock()
+        self.size = 0
+        self.first_seq = array("q")
+        """Per chunk: the seq of its first record."""
+        self.stop_seq = array("q")
+        """Per chunk: the seq after its last record."""
+        self.first_event = array("q")
+        """Per chunk: the number of its first record's first event."""
+        self.offset = array("q")
+        """Per chunk: where its bytes start in the file."""
+        self.end = array("q")
+        """Per chunk: where its bytes end."""
+
+    def add(self, rows: list[tuple[object, ...]], *, first_seq: int, first_event: int) -> None:
+        """Append one chunk: the field tuples of the records from `first_seq` on."""
+        lines = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+        count = len(rows)
+        with self._io:
+            self._file.seek(self.size)
+            self._file.write(lines)
+            self._file.flush()
+        self.offset.append(self.size)
+        self.end.append(self.size + len(lines))
+        self.first_event.append(first_event)
+        self.stop_seq.append(first_seq + count)
+        self.first_seq.append(first_seq)  # last: a chunk is visible once it is whole
+        self.size += len(lines)
+
+    def chunk_of(self, seq: int) -> int:
+        """The chunk that holds record `seq` (which must be spilled)."""
+        return bisect_right(self.first_seq, seq) - 1
+
+    def chunk_of_event(self, event: int) -> int:
+        """The chunk whose records render event number `event` (which must be spilled)."""
+        return bisect_right(self.first_event, event, hi=len(self.first_seq)) - 1
+
+    def end_seq(self, index: int) -> int:
+        """The seq after chunk `index`'s last record."""
+        return self.stop_seq[index]
+
+    def rows(self, index: int) -> list[tuple[object, ...]]:
+        """Chunk `index`'s field tuples, as `add` got them."""
+        start, end = self.offset[index], self.end[index]
+        with self._io:
+            self._file.seek(start)
+            data = self._file.read(end - start)
+        return pickle.loads(data)
+
+    def close(self) -> None:
+        """Remove the file now."""
+        with self._io:
+            self._file.close()
