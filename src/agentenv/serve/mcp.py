@@ -204,9 +204,9 @@ class McpHttp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         method = request.method
-        if method == "GET":
-            # No server-initiated stream in stateless mode; an open GET stream would also
-            # keep the server from shutting down. The spec allows 405 here.
+        if method not in ("POST", "DELETE"):
+            # No server-initiated stream in stateless mode (GET); an open GET stream would
+            # also keep the server from shutting down. The spec allows 405 here.
             response = refusal(
                 405, INVALID_REQUEST, "method_not_allowed", "use POST for MCP requests"
             )
