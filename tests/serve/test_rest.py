@@ -1007,8 +1007,9 @@ async def test_openapi_describes_the_routes(client: httpx.AsyncClient) -> None:
         "/instances/{instance_id}/step",
     ):
         assert path in paths, path
-    step_schema = paths["/step"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert step_schema["properties"]["action"]["enum"] == ["list_tools", "call_tool"]
+    # The body schemas are components (tests/serve/test_openapi.py checks the whole document).
+    step = doc["components"]["schemas"]["StepRequest"]
+    assert step["properties"]["action"]["enum"] == ["list_tools", "call_tool"]
 
 
 async def test_the_index_says_where_things_are(client: httpx.AsyncClient) -> None:

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from agentenv import __version__
@@ -44,7 +45,7 @@ from agentenv.serve.card import (
     find_child_namespace,
 )
 from agentenv.serve.history import history_router
-from agentenv.serve.openapi import openapi_schema
+from agentenv.serve.openapi import data_plane_doc, openapi_schema, operation_doc
 from agentenv.spec.card import Interface
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import (
@@ -63,14 +64,10 @@ _STATUS_BY_KIND = {"denied": 403, "unknown_tool": 404, "timeout": 504}
 Lifespan = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
 
 
-def _body_doc(model: Any) -> dict[str, Any]:
-    # Bodies are parsed by hand (for our own error shape and speed); document them anyway.
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema(by_alias=True)}},
-        }
-    }
+class InstanceBody(BaseModel):
+    """Body of `POST /instances` (optional): the new instance's id, else one is made up."""
+
+    id: str | None = Field(default=None, min_length=1, description="No '/'.")
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -86,7 +83,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         except AuthError:  # the card is public; anonymous callers see the default role's tools
             return auth.principal(None, None) if auth.trusted else _anonymous(gateway)
 
-    @router.get(CARD_PATH, summary="Environment Card")
+    @router.get(CARD_PATH, summary="Environment Card", openapi_extra=operation_doc(public=True))
     async def card(request: Request) -> Response:
         built = build_card(
             gateway,
@@ -97,7 +94,11 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         )
         return _json(built.to_json())
 
-    @router.post("/step", summary="List or call tools", openapi_extra=_body_doc(StepRequest))
+    @router.post(
+        "/step",
+        summary="List or call tools",
+        openapi_extra=operation_doc(StepRequest, errors=(403, 404, 504)),
+    )
     async def step(request: Request) -> Response:
         principal = principal_of(request, auth)
         body = await read_model(request, StepRequest)
@@ -121,7 +122,11 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
             answer = {"ok": False, **answer}
         return _json(answer, status)
 
-    @router.get("/clock/time", summary="Virtual time (404 while the clock is not armed)")
+    @router.get(
+        "/clock/time",
+        summary="Virtual time (404 while the clock is not armed)",
+        openapi_extra=operation_doc(errors=(404,)),
+    )
     async def clock_time(request: Request) -> Response:
         principal_of(request, auth)
         try:
@@ -131,7 +136,9 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         return _json({"virtual_time": now.isoformat().replace("+00:00", "Z")})
 
     @router.put(
-        "/clock/set-time", summary="Arm or set the clock", openapi_extra=_body_doc(SetTimeBody)
+        "/clock/set-time",
+        summary="Arm or set the clock",
+        openapi_extra=operation_doc(SetTimeBody),
     )
     async def clock_set(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -148,7 +155,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/clock/advance",
         summary="Move the clock forward (ours)",
-        openapi_extra=_body_doc(AdvanceClockBody),
+        openapi_extra=operation_doc(AdvanceClockBody),
     )
     async def clock_advance(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -174,7 +181,9 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         return _json(state)
 
     @router.post(
-        "/triggers/register", summary="Add triggers", openapi_extra=_body_doc(TriggerRegistration)
+        "/triggers/register",
+        summary="Add triggers",
+        openapi_extra=operation_doc(TriggerRegistration),
     )
     async def triggers_register(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -185,7 +194,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/triggers/remove",
         summary="Remove triggers by id",
-        openapi_extra=_body_doc(RemoveTriggersBody),
+        openapi_extra=operation_doc(RemoveTriggersBody),
     )
     async def triggers_remove(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -195,7 +204,10 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         )
         return _json({"ok": True, "removed": removed})
 
-    @router.post("/triggers/clear", summary="Remove every trigger")
+    @router.post(
+        "/triggers/clear",
+        summary="Remove every trigger",
+    )
     async def triggers_clear(request: Request) -> Response:
         principal = principal_of(request, auth)
         await gateway.remove_triggers(principal, None, instance=instance_of(request))
@@ -218,13 +230,15 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/tools/disable",
         summary="Disable tools for a role",
-        openapi_extra=_body_doc(ToolAccessBody),
+        openapi_extra=operation_doc(ToolAccessBody),
     )
     async def tools_disable(request: Request) -> Response:
         return await _access(request, "disable")
 
     @router.post(
-        "/tools/enable", summary="Enable tools for a role", openapi_extra=_body_doc(ToolAccessBody)
+        "/tools/enable",
+        summary="Enable tools for a role",
+        openapi_extra=operation_doc(ToolAccessBody),
     )
     async def tools_enable(request: Request) -> Response:
         return await _access(request, "enable")
@@ -248,7 +262,11 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         )
         return Response(status_code=204) if answer is None else _json(answer)
 
-    @router.post("/agentenv", summary="JSON-RPC data plane: data/reset, data/add, data/get")
+    @router.post(
+        "/agentenv",
+        summary="JSON-RPC data plane: data/reset, data/add, data/get",
+        openapi_extra=data_plane_doc(),
+    )
     async def data_plane(request: Request) -> Response:
         return await _data_plane(request, "")
 
@@ -261,7 +279,11 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
             raise HttpError(404, "not_found", f"no composed child {key!r} under /svc", hint=hint)
         return namespace
 
-    @router.get("/svc/{svc_key}" + CARD_PATH, summary="A composed child's card")
+    @router.get(
+        "/svc/{svc_key}" + CARD_PATH,
+        summary="A composed child's card",
+        openapi_extra=operation_doc(public=True),
+    )
     async def child_card(request: Request) -> Response:
         namespace = _child(request)
         built = build_child_card(
@@ -273,7 +295,11 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         )
         return _json(built.to_json())
 
-    @router.post("/svc/{svc_key}/agentenv", summary="A composed child's JSON-RPC data plane")
+    @router.post(
+        "/svc/{svc_key}/agentenv",
+        summary="A composed child's JSON-RPC data plane",
+        openapi_extra=data_plane_doc(),
+    )
     async def child_data_plane(request: Request) -> Response:
         return await _data_plane(request, _child(request))
 
@@ -359,7 +385,7 @@ def create_app(
     app.include_router(router)
     app.include_router(router, prefix="/instances/{instance_id}")
 
-    @app.get("/", summary="Where things are")
+    @app.get("/", summary="Where things are", openapi_extra=operation_doc(public=True))
     async def index() -> Response:
         return _json(
             {
@@ -377,7 +403,10 @@ def create_app(
         return _json({"instances": gateway.instances})
 
     @app.post(
-        "/instances", summary="Fork a fresh instance from the seeded snapshot", status_code=201
+        "/instances",
+        summary="Fork a fresh instance from the seeded snapshot",
+        status_code=201,
+        openapi_extra=operation_doc(InstanceBody, body_required=False),
     )
     async def create_instance(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -394,8 +423,13 @@ def create_app(
         inst = gateway.create_instance(wanted)
         return _json({"id": inst.id, "url": f"/instances/{inst.id}"}, 201)
 
-    @app.delete("/instances/{instance_id}", summary="Drop an instance")
-    async def drop_instance(request: Request, instance_id: str) -> Response:
+    @app.delete(
+        "/instances/{instance_id}",
+        summary="Drop an instance (400 for the default one)",
+        openapi_extra=operation_doc(errors=(400,)),
+    )
+    async def drop_instance(request: Request) -> Response:
+        instance_id = request.path_params["instance_id"]
         principal = principal_of(request, auth)
         if not principal.admin:
             raise HttpError(403, "forbidden", f"{principal} may not drop instances")
@@ -405,7 +439,12 @@ def create_app(
     install_error_handlers(app)
     if mcp_http is not None:
         app.router.routes.extend(mcp_http.routes())
-    app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]
+    app.openapi = lambda: openapi_schema(  # type: ignore[method-assign]
+        app,
+        tokens_required=not auth.trusted,
+        loopback=loopback,
+        tools=[tool.info() for tool in gateway.env.tools.values()],
+    )
     # Outermost first: refuse cross-site and rebinding requests before reading any body.
     app.add_middleware(BodyLimit, max_bytes=max_body)
     app.add_middleware(RequestGuard, loopback=loopback)
