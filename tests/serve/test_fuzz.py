@@ -11,7 +11,8 @@ Two servers, each a real uvicorn on a free loopback port:
   handlers and are left to the second server;
 - the personal example (ten composed services, so `/svc/{svc_key}` leads somewhere) with
   bearer tokens: every operation, random generation only, as the admin, as an agent, or
-  with whatever bearer schemathesis makes up.
+  with whatever bearer schemathesis makes up; and `/step` again with valid bodies only, as
+  the admin, so that most of its ~100 tools are called with arguments their schemas allow.
 
 The run is bounded (examples per operation) and derandomized (a failure reproduces);
 generated path ids are sometimes swapped for live ones, so the handlers are reached

@@ -29,6 +29,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
+from agentenv.serve._openapi_refs import SCHEMAS, add_component, free_name, hoist_defs, hoisted
 from agentenv.spec.wire import (
     DataAddParams,
     ErrorBody,
@@ -37,7 +38,6 @@ from agentenv.spec.wire import (
     ToolInfo,
 )
 
-SCHEMAS = "#/components/schemas/"
 JSON = "application/json"
 ROLE_HEADER = "AgentEnv-Role"
 SESSION_HEADER = "AgentEnv-Session"
@@ -139,8 +139,8 @@ def complete(
         schemas.pop(unused, None)
     paths = doc.setdefault("paths", {})
     paths.update(_mcp_paths())
-    _add_component_schema(schemas, ErrorBody.model_json_schema(mode="serialization"))
-    _add_component_schema(schemas, JsonRpcResponse.model_json_schema(mode="serialization"))
+    add_component(schemas, ErrorBody.model_json_schema(mode="serialization"))
+    add_component(schemas, JsonRpcResponse.model_json_schema(mode="serialization"))
     components["responses"] = {
         name: _error_response(status, description)
         for status, (name, description) in ERROR_STATUSES.items()
@@ -166,7 +166,7 @@ def complete(
                 if op.pop(_MCP, False):
                     _as_mcp_errors(op["responses"], components["responses"])
                 op["responses"] = dict(sorted(op["responses"].items()))
-    _hoist_defs(doc, schemas)
+    hoist_defs(doc, schemas)
     _describe_tool_calls(doc, schemas, list(tools))
     return doc
 
@@ -208,6 +208,9 @@ def _complete_operation(
         wanted.discard(400)  # a body that is not JSON is answered as a JSON-RPC parse error
     for status in sorted(wanted):
         responses.setdefault(str(status), _error_ref(status))
+    for status, response in responses.items():
+        if status.startswith("4") and "$ref" not in response and "content" not in response:
+            response["content"] = {JSON: {"schema": {"$ref": SCHEMAS + "ErrorBody"}}}
     if path.endswith("/changes") and "400" in responses:
         responses["400"] = _CHANGES_400  # upstream's own shape there
 
@@ -293,7 +296,7 @@ def _describe_tool_calls(
         return
     calls = []
     for tool in tools:
-        name = _free_name(schemas, "ToolCall_" + re.sub(r"[^A-Za-z0-9._-]", "_", tool.name), None)
+        name = free_name(schemas, "ToolCall_" + re.sub(r"[^A-Za-z0-9._-]", "_", tool.name), None)
         body = {
             "type": "object",
             "title": f"call {tool.name}",
@@ -306,7 +309,7 @@ def _describe_tool_calls(
             "required": ["action", "tool_name", "arguments"],
             "additionalProperties": False,
         }
-        schemas[name] = _hoisted(body, schemas, top=False)
+        schemas[name] = hoisted(body, schemas, top=False)
         calls.append({"$ref": SCHEMAS + name})
     schemas["StepBody"] = {
         "description": "A `/step` body: `StepRequest`, or a call of one of the tools.",
@@ -428,93 +431,3 @@ def _batch_of(one: dict[str, Any]) -> dict[str, Any]:
 def _json_rpc_answer() -> dict[str, Any]:
     one = {"$ref": SCHEMAS + "JsonRpcResponse"}
     return {"anyOf": [one, {"type": "array", "items": one}]}
-
-
-# -- $defs ----------------------------------------------------------------------------------
-
-
-def _hoist_defs(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
-    """Move every `$defs` (and every titled request body schema) into components/schemas
-    and point the `$ref`s there; a name already taken by another schema gets a suffix."""
-    for item in doc.get("paths", {}).values():
-        for method in _METHODS:
-            body = item.get(method, {}).get("requestBody", {})
-            for media in body.get("content", {}).values():
-                if "schema" in media:
-                    media["schema"] = _hoisted(media["schema"], schemas, top=True)
-    for name in list(schemas):
-        schemas[name] = _hoisted(schemas[name], schemas, top=False)
-
-
-def _add_component_schema(schemas: dict[str, Any], schema: dict[str, Any]) -> None:
-    _hoisted(schema, schemas, top=True)
-
-
-def _hoisted(schema: Any, schemas: dict[str, Any], *, top: bool) -> Any:
-    """`schema` with its `$defs` (nested ones too) in `schemas`; a titled object schema at
-    the top is itself moved there and answered as a `$ref`."""
-    if not isinstance(schema, dict):
-        return schema
-    schema = dict(schema)
-    defs = schema.pop("$defs", None) or {}
-    # Compared as they will be stored (refs rewritten), so the same model met twice (a
-    # route at the root and under /instances) is one component.
-    same = {name: name for name in defs}
-    renames = {n: _free_name(schemas, n, _rewrite(sub, same)) for n, sub in defs.items()}
-    schema = _rewrite(schema, renames)
-    for name, sub in defs.items():
-        target = renames[name]
-        if target not in schemas:
-            schemas[target] = _hoisted(_rewrite(sub, renames), schemas, top=False)
-    schema = {
-        key: (
-            {k: _hoisted(v, schemas, top=False) for k, v in value.items()}
-            if key in ("properties", "patternProperties")
-            else [_hoisted(v, schemas, top=False) for v in value]
-            if isinstance(value, list) and key in ("anyOf", "oneOf", "allOf", "prefixItems")
-            else _hoisted(value, schemas, top=False)
-            if key in ("items", "additionalProperties", "not", "contains")
-            else value
-        )
-        for key, value in schema.items()
-    }
-    title = schema.get("title")
-    if top and isinstance(title, str) and schema.get("type") == "object":
-        target = _free_name(schemas, title, schema)
-        schemas.setdefault(target, schema)
-        return {"$ref": SCHEMAS + target}
-    return schema
-
-
-def _free_name(schemas: dict[str, Any], name: str, schema: Any) -> str:
-    """`name` if free (or already holding this same schema), else `name2`, `name3`, ..."""
-    candidate, n = name, 1
-    while candidate in schemas and schemas[candidate] != schema:
-        n += 1
-        candidate = f"{name}{n}"
-    return candidate
-
-
-def _rewrite(node: Any, renames: dict[str, str]) -> Any:
-    """`node` with each `#/$defs/X` ref pointing at components/schemas (renamed as given)."""
-    if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
-                out[key] = _renamed(value, renames)
-            elif key == "discriminator" and isinstance(value, dict) and "mapping" in value:
-                mapping = {k: _renamed(v, renames) for k, v in value["mapping"].items()}
-                out[key] = {**value, "mapping": mapping}
-            else:
-                out[key] = _rewrite(value, renames)
-        return out
-    if isinstance(node, list):
-        return [_rewrite(v, renames) for v in node]
-    return node
-
-
-def _renamed(ref: str, renames: dict[str, str]) -> str:
-    if not ref.startswith("#/$defs/"):
-        return ref
-    name = ref.removeprefix("#/$defs/")
-    return SCHEMAS + renames.get(name, name)
