@@ -248,6 +248,23 @@ async def test_advance_clock(gw: Gateway) -> None:
     assert gw.instance().trajectory[-1].event == "clock_advance"
 
 
+@pytest.mark.parametrize("rate", [False, True, float("nan"), "2", -1, 86401])
+async def test_a_rate_that_is_not_a_number_in_range_is_refused(gw: Gateway, rate: object) -> None:
+    """`False` once armed a frozen clock (it compares as 0); NaN and strings are refused too."""
+    with pytest.raises(ClockError, match="virtual_seconds_per_real_second must be"):
+        await gw.set_clock(SYSTEM, T0, rate=rate)  # type: ignore[arg-type]
+    assert not gw.clock_state().armed
+    assert len(gw.instance().trajectory) == 0
+
+
+async def test_the_clock_does_not_advance_backwards(gw: Gateway) -> None:
+    await gw.set_clock(SYSTEM, T0)
+    with pytest.raises(ClockError, match=r"the clock only moves forward \(got -60 s\)"):
+        await gw.advance_clock(SYSTEM, timedelta(minutes=-1))
+    assert gw.clock_time() == T0
+    assert gw.instance().trajectory[-1].event == "clock_set"
+
+
 async def test_wall_mode_with_rate_zero_is_frozen_and_calls_do_not_step_it(
     gw: Gateway, agent: Principal
 ) -> None:
@@ -287,6 +304,31 @@ async def test_a_time_after_the_year_9000_is_a_400_over_rest(gw: Gateway) -> Non
         assert r.json()["error"]["kind"] == "bad_request"
         assert "before the year 9001" in r.json()["error"]["message"]
         assert (await client.get("/clock/state")).json()["armed"] is False
+    assert gw.clock_state().armed is False
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"virtual_seconds_per_real_second": False}, "virtual_seconds_per_real_second"),
+        ({"virtual_seconds_per_real_second": True}, "virtual_seconds_per_real_second"),
+        ({"virtual_seconds_per_real_second": "60"}, "virtual_seconds_per_real_second"),
+    ],
+)
+async def test_a_rate_that_is_not_a_number_is_a_400_naming_the_field_over_rest(
+    gw: Gateway, body: dict, field: str
+) -> None:
+    app = create_app(gw, mcp=False)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        r = await client.put(
+            "/clock/set-time", json={"virtual_time": "2026-03-02T09:00:00Z", **body}
+        )
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["message"].startswith(f"{field}: ")
+        r = await client.post("/clock/advance", json={"seconds": True})
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["message"].startswith("seconds: ")
     assert gw.clock_state().armed is False
 
 

@@ -255,6 +255,40 @@ BAD_DOCUMENTS = [
         "seed.notes[1].note_id",
         "duplicate key '1'",
     ),
+    # Lax numbers and durations (issue 11, defect 11): each was accepted before.
+    (_with(clock={"rate": False}), "clock.rate", "Input should be a valid number (got False)"),
+    (_with(clock={"default_duration": "-PT1S"}), "clock.default_duration", "must not be neg"),
+    (_with(clock={"default_duration": True}), "clock.default_duration", "expected a duration"),
+    (_with(tools__0__timeout=True), "tools[0].timeout", "Input should be a valid number"),
+    (_with(tools__0__timeout=float("inf")), "tools[0].timeout", "Input should be a finite"),
+    (_with(tools__0__duration="-PT1M"), "tools[0].duration", "must not be negative (got -60 s)"),
+    (
+        _with(
+            tools__0={
+                "name": "x",
+                "crud": {"collection": "tickets", "op": "get"},
+                "params": {"id": {"minimum": True}},
+            }
+        ),
+        "tools[0].params.id.minimum",
+        "Input should be a valid number",
+    ),
+    (
+        _with(
+            clock={"start": "2026-03-02T09:00:00Z"},
+            triggers=[{"id": "t", "when": {"type": "time", "every": "PT0.0001S"}, "actions": []}],
+        ),
+        "triggers[0].when.every",
+        "must be at least 1 ms (got 0.0001 s)",
+    ),
+    (
+        _with(
+            clock={"start": "2026-03-02T09:00:00Z"},
+            triggers=[{"id": "t", "when": {"type": "time", "offset": "-PT1H"}, "actions": []}],
+        ),
+        "triggers[0].when.offset",
+        "must not be negative (got -3600 s)",
+    ),
 ]
 
 

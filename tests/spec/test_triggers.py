@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agentenv.spec import (
     ActionWhen,
@@ -173,9 +174,9 @@ def test_good_time_triggers(fields: dict) -> None:
         ),
         ({"at": "2026-03-02T09:30:00"}, "'at' needs a timezone"),
         ({"every": "PT1H", "until": "2026-03-02T09:30:00"}, "'until' needs a timezone"),
-        ({"every": "PT0S"}, "'every' must be a positive duration"),
-        ({"every": "-PT1H"}, "'every' must be a positive duration"),
-        ({"every": ["PT0S", "PT1M"]}, "'every' must be a positive duration"),
+        ({"every": "PT0S"}, "every\n  Value error, must be a positive duration (got 0 s)"),
+        ({"every": "-PT1H"}, "every\n  Value error, must be a positive duration (got -3600 s)"),
+        ({"every": ["PT0S", "PT1M"]}, "every\n  Value error, must be a positive duration"),
         ({"every": ["PT5M", "PT1M"]}, "'every' as [min, max] needs min <= max"),
         ({"every": "PT1H", "count": 0}, "greater than or equal to 1"),
     ],
@@ -184,6 +185,133 @@ def test_bad_time_triggers(fields: dict, message: str) -> None:
     with pytest.raises(ValidationError) as info:
         TimeWhen.model_validate({"type": "time", **fields})
     assert message in str(info.value)
+
+
+def _refusal(model: type[BaseModel], data: dict[str, Any]) -> tuple[str, str]:
+    """The one error of validating `data`: its path (dotted) and message."""
+    with pytest.raises(ValidationError) as info:
+        model.model_validate(data)
+    errors = info.value.errors(include_url=False)
+    assert len(errors) == 1, errors
+    return ".".join(str(p) for p in errors[0]["loc"]), errors[0]["msg"]
+
+
+LAX_TIME_FIELDS = [
+    # (fields, path, message): each once accepted (issue 11, defect 11)
+    ({"every": "PT0.0001S"}, "every", "must be at least 1 ms (got 0.0001 s)"),
+    ({"every": 0.0005}, "every", "must be at least 1 ms (got 0.0005 s)"),
+    ({"every": ["PT0.0001S", "PT1M"]}, "every", "must be at least 1 ms"),
+    ({"every": {"dist": "exp", "mean": "PT0.0001S"}}, "every", "mean: must be at least 1 ms"),
+    ({"every": {"dist": "exp", "mean": "-PT1M"}}, "every", "mean: must be a positive duration"),
+    ({"every": {"dist": "exp", "mean": True}}, "every", "mean: expected a duration"),
+    ({"every": True}, "every", "expected a duration (seconds, or ISO 8601 such as PT5M), not true"),
+    ({"every": [True, "PT1M"]}, "every", "not true"),
+    ({"offset": "-PT1H"}, "offset", "must not be negative (got -3600 s)"),
+    ({"offset": False}, "offset", "not false"),
+    ({"after": "-PT1H"}, "after", "must not be negative (got -3600 s)"),
+    ({"after": True}, "after", "not true"),
+    ({"every": "PT1H", "until": "-PT1H"}, "until", "must not be negative"),
+    ({"every": "PT1H", "until": True}, "until", "not true"),
+    ({"every": "PT1H", "count": True}, "count", "Input should be a valid integer"),
+    ({"every": "PT1H", "count": 2.0}, "count", "Input should be a valid integer"),
+    ({"every": "PT1H", "seed": False}, "seed", "Input should be a valid integer"),
+]
+
+
+@pytest.mark.parametrize(("fields", "path", "message"), LAX_TIME_FIELDS)
+def test_lax_time_fields_are_refused_at_their_path(
+    fields: dict[str, Any], path: str, message: str
+) -> None:
+    where, what = _refusal(TimeWhen, {"type": "time", **fields})
+    assert where == path
+    assert message in what
+
+
+def test_every_of_one_millisecond_is_the_finest_allowed() -> None:
+    when = TimeWhen.model_validate({"type": "time", "every": "PT0.001S"})
+    assert when.every == timedelta(milliseconds=1)
+    when = TimeWhen.model_validate({"type": "time", "offset": "PT0S", "every": 0.001})
+    assert when.offset == timedelta(0)
+
+
+LAX_TRIGGER_FIELDS = [
+    (
+        {"when": {"type": "action", "tool": "x", "delay": "-PT5M"}},
+        "when.action.delay",
+        "must be a positive duration (got -300 s)",
+    ),
+    (
+        {"when": {"type": "action", "tool": "x", "delay": True}},
+        "when.action.delay",
+        "not true",
+    ),
+    (
+        {
+            "when": {
+                "type": "state",
+                "check": {"tool": "t", "predicate": {"exists": True}},
+                "delay": "-PT1S",
+            }
+        },
+        "when.state.delay",
+        "must be a positive duration",
+    ),
+    (
+        {"actions": [{"type": "tool", "tool": "x", "delay": True}]},
+        "actions.0.tool.delay",
+        "not true",
+    ),
+    (
+        {"actions": [{"type": "tool", "tool": "x", "delay": "-PT1S"}]},
+        "actions.0.tool.delay",
+        "must be a positive duration (got -1 s)",
+    ),
+    (
+        {
+            "actions": [
+                {"type": "tool", "tool": "x", "delay": {"dist": "exp", "mean": "-PT1S", "seed": 1}}
+            ]
+        },
+        "actions.0.tool.delay",
+        "mean: must be a positive duration (got -1 s)",
+    ),
+    (
+        {
+            "actions": [
+                {
+                    "type": "tool",
+                    "tool": "x",
+                    "delay": {"dist": "exp", "mean": "PT1S", "seed": True},
+                }
+            ]
+        },
+        "actions.0.tool.delay",
+        "seed: Input should be a valid integer",
+    ),
+    ({"barrier": {"timeout_seconds": True}}, "barrier.timeout_seconds", "valid number"),
+    ({"barrier": {"timeout_seconds": float("inf")}}, "barrier.timeout_seconds", "finite number"),
+    ({"barrier": {"timeout_seconds": float("nan")}}, "barrier.timeout_seconds", "finite number"),
+]
+
+
+@pytest.mark.parametrize(("fields", "path", "message"), LAX_TRIGGER_FIELDS)
+def test_lax_trigger_fields_are_refused_at_their_path(
+    fields: dict[str, Any], path: str, message: str
+) -> None:
+    data = {"id": "t", "when": {"type": "time", "every": "PT1H"}, "actions": [], **fields}
+    where, what = _refusal(TriggerSpec, data)
+    assert where == path
+    assert message in what
+
+
+@pytest.mark.parametrize(
+    ("executor", "message"),
+    [({"timeout_seconds": False}, "valid number"), ({"timeout_seconds": float("inf")}, "finite")],
+)
+def test_lax_executor_timeouts_are_refused(executor: dict[str, Any], message: str) -> None:
+    where, what = _refusal(TriggerRegistration, {"executor": executor})
+    assert where == "executor.timeout_seconds"
+    assert message in what
 
 
 def test_time_values_keep_their_instant() -> None:

@@ -119,7 +119,10 @@ class VirtualClock:
         if virtual_time.year > MAX_YEAR:
             raise ValueError(f"virtual_time must be before the year {MAX_YEAR + 1}")
         if rate is not None:
-            if not 0 <= rate <= MAX_RATE:
+            # `False` compares as 0: a boolean is refused, not taken for a frozen clock.
+            if isinstance(rate, bool) or not isinstance(rate, int | float):
+                raise ValueError(f"virtual_seconds_per_real_second must be a number, not {rate!r}")
+            if not 0 <= rate <= MAX_RATE:  # NaN fails this too
                 raise ValueError(f"virtual_seconds_per_real_second must be in [0, {MAX_RATE:g}]")
             self.rate = rate
         if mode is not None:

@@ -126,6 +126,10 @@ class ControlPlane:
         async with inst.lock:
             if not inst.clock.armed:
                 raise ClockError("the clock is not armed")
+            if not isinstance(delta, timedelta):
+                raise ClockError(f"expected a duration to advance by, not {delta!r:.80}")
+            if delta < timedelta(0):  # was a silent no-op
+                raise ClockError(f"the clock only moves forward (got {delta.total_seconds():g} s)")
             inst.clock.advance(delta)
             self._note(inst, principal, "clock_advance", str(delta))
             await self._firer.fire_due(inst)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentenv.spec.quantities import Duration
 from agentenv.spec.triggers import TriggerRegistration
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -68,8 +69,8 @@ class ParamSpec(_Doc):
     enum: list[Any] | None = None
     default: Any = None
     required: bool | None = None
-    minimum: float | None = None
-    maximum: float | None = None
+    minimum: float | None = Field(default=None, strict=True, allow_inf_nan=False)
+    maximum: float | None = Field(default=None, strict=True, allow_inf_nan=False)
     items: dict[str, Any] | None = None
 
 
@@ -104,8 +105,8 @@ class ToolSpec(_Doc):
     description: str | None = None
     roles: list[str] | None = None
     kind: Literal["read", "write"] | None = None
-    duration: timedelta | None = None
-    timeout: float | None = Field(default=None, gt=0)
+    duration: Duration | None = None
+    timeout: float | None = Field(default=None, gt=0, strict=True, allow_inf_nan=False)
     params: dict[str, ParamSpec] | None = None
     hidden_by_default: bool | None = Field(
         default=None,
@@ -144,8 +145,8 @@ class ClockSpec(_Doc):
 
     start: datetime | None = None
     mode: Literal["stepped", "wall"] = "stepped"
-    rate: float = Field(default=1.0, ge=0, le=86400)
-    default_duration: timedelta = timedelta(seconds=1)
+    rate: float = Field(default=1.0, ge=0, le=86400, strict=True)
+    default_duration: Duration = timedelta(seconds=1)
 
     @field_validator("start")
     @classmethod

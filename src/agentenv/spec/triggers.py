@@ -27,8 +27,18 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
+    ValidationError,
     field_validator,
     model_validator,
+)
+
+from agentenv.spec.quantities import (
+    Duration,
+    Interval,
+    PositiveDuration,
+    interval,
+    no_boolean_durations,
+    non_negative,
 )
 
 _DURATION = TypeAdapter(timedelta)
@@ -150,7 +160,7 @@ class ActionWhen(_Doc):
     roles: Roles | None = Field(
         default=None, description="The roles whose calls provoke it (else the watched ones)."
     )
-    delay: timedelta | None = Field(
+    delay: PositiveDuration | None = Field(
         default=None, description="Ours: fire this long after the call, in virtual time."
     )
 
@@ -164,7 +174,7 @@ class StateWhen(_Doc):
     check: Check
     repeat: bool = False
     roles: Roles | None = None
-    delay: timedelta | None = None
+    delay: PositiveDuration | None = None
 
 
 class Unless(_Doc):
@@ -179,23 +189,38 @@ class Unless(_Doc):
 
 
 class ExpInterval(_Doc):
-    """A random interval drawn from an exponential distribution with this `mean`."""
+    """A random interval drawn from an exponential distribution with this `mean` (at
+    least 1 ms, like any `every`)."""
 
     dist: Literal["exp"]
-    mean: timedelta
-
-    @field_validator("mean")
-    @classmethod
-    def _positive(cls, mean: timedelta) -> timedelta:
-        if mean <= timedelta(0):
-            raise ValueError("'mean' must be a positive duration")
-        return mean
+    mean: Interval
 
 
 class ExpDelay(ExpInterval):
     """A random delay, exponential with this `mean`, drawn from a generator seeded with `seed`."""
 
-    seed: int
+    mean: PositiveDuration
+    seed: int = Field(strict=True)
+
+
+def _random_or_duration(model: type[ExpInterval]) -> Any:
+    """A before-validator for `duration | {dist: exp, ...}` fields: no booleans, and an
+    object is validated as `model` here, so its error names its own field (`mean: ...`)
+    rather than coming with one error per member of the union."""
+
+    def check(value: Any) -> Any:
+        no_boolean_durations(value)
+        if not isinstance(value, dict):
+            return value
+        try:
+            return model.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            what = first["msg"].removeprefix("Value error, ")
+            raise ValueError(f"{where}: {what}" if where else what) from None
+
+    return check
 
 
 def _is_duration(value: Any) -> bool:
@@ -215,12 +240,34 @@ class TimeWhen(_Doc):
     type: Literal["time"]
     at: datetime | None = None
     after: timedelta | str | None = None
-    offset: timedelta | None = None
+    offset: Duration | None = None
     every: timedelta | tuple[timedelta, timedelta] | ExpInterval | None = None
-    count: int | None = Field(default=None, ge=1)
+    count: int | None = Field(default=None, ge=1, strict=True)
     until: datetime | timedelta | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, strict=True)
     unless: Unless | None = None
+
+    _no_booleans = field_validator("after", "until", mode="before")(
+        lambda cls, v: no_boolean_durations(v)
+    )
+    _every = field_validator("every", mode="before")(
+        lambda cls, v: _random_or_duration(ExpInterval)(v)
+    )
+
+    @field_validator("after", "until")
+    @classmethod
+    def _not_negative(cls, value: Any) -> Any:
+        return non_negative(value) if isinstance(value, timedelta) else value
+
+    @field_validator("every")
+    @classmethod
+    def _often_enough(cls, every: Any) -> Any:
+        # Each bound of `[min, max]`, or the one duration: at least 1 ms (ExpInterval
+        # checks its own mean).
+        for bound in every if isinstance(every, tuple) else (every,):
+            if isinstance(bound, timedelta):
+                interval(bound)
+        return every
 
     @model_validator(mode="before")
     @classmethod
@@ -261,9 +308,6 @@ class TimeWhen(_Doc):
                 raise ValueError(f"'{name}' needs a timezone, e.g. 2026-03-02T09:30:00Z")
         if isinstance(self.every, tuple) and self.every[0] > self.every[1]:
             raise ValueError("'every' as [min, max] needs min <= max")
-        every = self.every[0] if isinstance(self.every, tuple) else self.every
-        if isinstance(every, timedelta) and every <= timedelta(0):
-            raise ValueError("'every' must be a positive duration")
         if self.unless is not None and self.every is not None:
             raise ValueError("'unless' is only for a one-shot time trigger (no 'every')")
         return self
@@ -275,7 +319,7 @@ Delay = timedelta | ExpDelay
 
 def _positive_delay(delay: Delay | None) -> Delay | None:
     if isinstance(delay, timedelta) and delay <= timedelta(0):
-        raise ValueError("'delay' must be a positive duration")
+        raise ValueError(f"must be a positive duration (got {delay.total_seconds():g} s)")
     return delay
 
 
@@ -286,6 +330,9 @@ class _Action(_Doc):
     )
     verify: Check | None = None
 
+    _no_boolean = field_validator("delay", mode="before")(
+        lambda cls, v: _random_or_duration(ExpDelay)(v)
+    )
     _delay = field_validator("delay")(lambda cls, v: _positive_delay(v))
 
 
@@ -324,7 +371,7 @@ class Barrier(_Doc):
     """Hold the provoking call's answer until the firing completes (or times out)."""
 
     at: Literal["provoking_call"] = "provoking_call"
-    timeout_seconds: float = Field(default=30.0, gt=0)
+    timeout_seconds: float = Field(default=30.0, gt=0, strict=True, allow_inf_nan=False)
 
 
 def _new_id() -> str:
@@ -395,7 +442,7 @@ class Executor(_Doc):
 
     a2a_url: str | None = None
     role: str | None = None
-    timeout_seconds: float = Field(default=120.0, gt=0)
+    timeout_seconds: float = Field(default=120.0, gt=0, strict=True, allow_inf_nan=False)
     hours: Hours | None = Field(default=None, description="Its working hours, if it keeps any.")
 
 

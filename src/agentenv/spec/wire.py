@@ -173,14 +173,17 @@ class SetTimeBody(_Wire):
     """Body of `PUT /clock/set-time`. `mode` is ours (`stepped` or `wall`)."""
 
     virtual_time: datetime
-    virtual_seconds_per_real_second: float | None = Field(default=None, ge=0, le=86400)
+    # strict: `false` is not a rate of 0, and "2" is not a number.
+    virtual_seconds_per_real_second: float | None = Field(default=None, ge=0, le=86400, strict=True)
     mode: Literal["stepped", "wall"] | None = None
 
 
 class AdvanceClockBody(_Wire):
     """Body of `POST /clock/advance` (ours): move a clock forward by some seconds."""
 
-    seconds: float = Field(gt=0, le=100 * 365 * 86400, description="At most a century.")
+    seconds: float = Field(
+        gt=0, le=100 * 365 * 86400, strict=True, description="At most a century."
+    )
 
 
 class ToolAccessBody(_Wire):
