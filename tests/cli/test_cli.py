@@ -261,6 +261,13 @@ def call_json(runner: CliRunner, env_dir: Path, *args: str):
     return json.loads(result.stdout)
 
 
+def test_call_refuses_the_reserved_role(runner: CliRunner, env_dir: Path) -> None:
+    # In-process is no back door to the gateway's own principal, which passes every rule.
+    result = run(runner, "call", env_dir, "get_ticket", "--role", "system", "--arg", "id=1")
+    assert result.exit_code == 1
+    assert "reserved" in unwrapped(result.output)
+
+
 def test_call_keeps_a_string_parameter_as_text(runner: CliRunner, env_dir: Path) -> None:
     # "1042" would be a number if parsed as JSON; the key field is a string.
     record = call_json(runner, env_dir, "get_ticket", "--arg", "id=1042")

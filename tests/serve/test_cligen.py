@@ -518,6 +518,16 @@ def test_no_answer_in_time_exits_3(run: Run, bad_server: str) -> None:
 # -- generation ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("role", ["system", " system "])
+def test_a_reserved_role_gets_no_generated_cli(env: Environment, tmp_path: Path, role: str) -> None:
+    # `system` is the gateway's own principal: a CLI baked for it would list every tool.
+    with pytest.raises(ValueError, match="reserved"):
+        generate_cli(env, tmp_path / "x", role=role)
+    with pytest.raises(ValueError, match="reserved"):
+        generate_cli([], tmp_path / "y", name="tools", role=role)
+    assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
+
+
 def test_a_role_keeps_only_its_tools_and_becomes_the_default(
     env: Environment, tmp_path: Path, server: str
 ) -> None:

@@ -13,6 +13,7 @@ from rich.table import Table
 from agentenv.cli._common import console, err_console, fail, load_env, parse_args
 from agentenv.env import Principal
 from agentenv.gateway import Gateway, GatewayError
+from agentenv.gateway.auth import RESERVED_ROLES, reserved_role_message
 from agentenv.serve.card import build_card
 
 EnvPath = Annotated[Path, typer.Argument(help="Environment document, or the folder holding it.")]
@@ -23,8 +24,11 @@ RoleOpt = Annotated[
 
 def _principal(gateway: Gateway, role: str | None) -> Principal:
     """The caller; a role the environment does not declare gets a warning (a typo would
-    otherwise quietly see every tool that declares no roles)."""
-    name = role or gateway.env.default_role
+    otherwise quietly see every tool that declares no roles). A reserved role is refused
+    here as on every transport: in-process is no back door to the gateway's own principal."""
+    name = (role or gateway.env.default_role).strip()
+    if name in RESERVED_ROLES:
+        fail(reserved_role_message(name))
     if name not in gateway.env.roles:
         err_console.print(
             f"[yellow]warning:[/] {gateway.env.name} declares no role {name!r} "

@@ -36,6 +36,7 @@ from typing import Any
 from agentenv import __version__
 from agentenv.env import SYSTEM, Environment, Principal, Tool
 from agentenv.gateway import Gateway
+from agentenv.gateway.auth import RESERVED_ROLES, reserved_role_message
 from agentenv.serve._cli_runtime import _DOC, _RUNTIME
 from agentenv.spec.wire import ToolInfo
 
@@ -64,7 +65,10 @@ ToolLike = ToolInfo | Tool | Mapping[str, Any]
 
 def tool_infos(env: Environment, role: str | None = None) -> list[ToolInfo]:
     """The tools of `env` a role may call, as agents see them (`get_time` included when
-    the document arms the clock); every tool when `role` is None."""
+    the document arms the clock); every tool when `role` is None. A reserved role is a
+    ValueError: no served gateway would let the generated CLI act as it."""
+    if role is not None and role.strip() in RESERVED_ROLES:
+        raise ValueError(reserved_role_message(role.strip()))
     principal = SYSTEM if role is None else Principal(role=role)
     return [t.info() for t in Gateway(env).tools_for(principal)]
 
@@ -355,8 +359,10 @@ def generate_cli(
     `url` its default server URL (both still overridden by flags and environment variables).
     The script is executable, needs only Python 3.8+ and its standard library, and is
     replaced atomically if it exists. Raises ValueError for a bad name or a path that is a
-    directory.
+    directory, or a reserved role.
     """
+    if role is not None and role.strip() in RESERVED_ROLES:
+        raise ValueError(reserved_role_message(role.strip()))
     if isinstance(env, Environment):
         tools: list[ToolLike] = list(tool_infos(env, role))
         version: str | None = env.version
