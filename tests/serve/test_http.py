@@ -14,8 +14,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agentenv import Gateway
-from agentenv.serve._http import BODY_DEPTH, BodyLimit
-from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message
+from agentenv.serve._guard import BodyLimit
+from agentenv.spec.limits import BODY_DEPTH, MAX_JSON_DEPTH, depth_message
 
 LIMIT = 64
 
@@ -48,6 +48,7 @@ def assert_too_large(r: httpx.Response, limit: int) -> None:
             "retryable": False,
             "applied": "no",
             "kind": "too_large",
+            "hint": "send less, or start the server with a larger body limit",
         },
     }
 

@@ -830,7 +830,9 @@ async def test_a_huge_argument_is_refused_and_changes_nothing(served: Served, mo
         }
         r = await http.post("/mcp", json=body, headers=MCP_HEADERS)
         assert r.status_code == 413, r.text
-        assert r.json()["error"]["kind"] == "too_large"
+        # JSON-RPC-shaped, so MCP clients show why
+        assert r.json()["error"]["data"]["code"] == "too_large"
+        assert "over the limit" in r.json()["error"]["message"]
 
         assert await state_hash(http) == before
         assert [r["tool"] for r in await trajectory(http)] == ["get_note"]

@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentenv.serve import jsonrpc
-from agentenv.serve._http import error_fields
+from agentenv.serve._http import DEFAULT_MAX_BODY, error_fields
 
 LOOPBACK_NAMES = frozenset({b"localhost", b"127.0.0.1", b"[::1]"})
 """Host names a loopback server answers to (any port)."""
@@ -180,3 +180,62 @@ def _refuse(scope: Scope, status: int, kind: str, message: str, hint: str) -> Re
     else:
         body = {"ok": False, "error": error_fields(kind, message, hint=hint)}
     return Response(json.dumps(body), status_code=status, media_type="application/json")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: answer 413 to request bodies over `max_bytes`, declared or streamed.
+
+    Starlette's own RequestBodyLimitMiddleware answers plain text for declared lengths;
+    ours answers in the one error shape of this API (JSON-RPC at `/mcp`, so MCP clients
+    show the message).
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = False
+                if too_big:
+                    await self._reject(scope, receive, send)
+                    return
+        seen = 0
+        started = False
+
+        async def counted_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except _TooLarge:
+            if not started:
+                await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"request body over the limit of {self.max_bytes} bytes"
+        hint = "send less, or start the server with a larger body limit"
+        await _refuse(scope, 413, "too_large", message, hint)(scope, receive, send)

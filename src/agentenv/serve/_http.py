@@ -9,22 +9,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentenv.env.tool import Principal
 from agentenv.gateway.auth import Authenticator
 from agentenv.gateway.errors import DEFAULT_INSTANCE
 from agentenv.spec.errors import format_location
-from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message, raw_too_deep
+from agentenv.spec.limits import BODY_DEPTH, MAX_JSON_DEPTH, depth_message, raw_too_deep
 
 ROLE_HEADER = "agentenv-role"
 SESSION_HEADER = "agentenv-session"
 DEFAULT_MAX_BODY = 1024 * 1024
-BODY_DEPTH = 2 * MAX_JSON_DEPTH
-"""How deep a request body may nest before it is refused unparsed (as MCP's transport
-does). Tool arguments and records inside it are held to `MAX_JSON_DEPTH` by the gateway,
-which records the refusal; the envelope gets room around them, far below where `json`
-recurses into trouble (~1,000)."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -164,62 +158,3 @@ def prefix_of(request: Request) -> str:
     """The URL prefix of the addressed instance ('' for the default one)."""
     instance_id = request.path_params.get("instance_id")
     return f"/instances/{instance_id}" if instance_id else ""
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class BodyLimit:
-    """ASGI middleware: answer 413 to request bodies over `max_bytes`, declared or streamed.
-
-    Starlette's own RequestBodyLimitMiddleware answers plain text for declared lengths;
-    ours answers in the one error shape of this API.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                try:
-                    too_big = int(value) > self.max_bytes
-                except ValueError:
-                    too_big = False
-                if too_big:
-                    await self._reject(scope, receive, send)
-                    return
-        seen = 0
-        started = False
-
-        async def counted_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def tracked_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counted_receive, tracked_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(scope, receive, send)
-
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_response(
-            413, "too_large", f"request body over the limit of {self.max_bytes} bytes"
-        )
-        await response(scope, receive, send)

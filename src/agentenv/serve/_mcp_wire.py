@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from agentenv.serve import jsonrpc
-from agentenv.spec.limits import MAX_JSON_DEPTH, depth_message, raw_too_deep
+from agentenv.spec.limits import BODY_DEPTH, depth_message, raw_too_deep
 
 PARSE_ERROR = types.PARSE_ERROR
 """-32700: the message was not parsed (malformed, or nested too deep to parse safely)."""
@@ -37,11 +37,6 @@ UNAUTHENTICATED = -32005
 """Ours: no valid credentials, or a reserved role named (HTTP 401 when the HTTP request
 itself is refused). -32000 and -32001 are the SDK's own (connection closed, timeout)."""
 
-BODY_DEPTH = 2 * MAX_JSON_DEPTH
-"""How deep an MCP message may nest before it is refused unparsed. Tool arguments are
-held to `MAX_JSON_DEPTH` by the gateway (a tool error, recorded, like every other bad
-argument); the message around them gets room for its envelope and more, and stays well
-below where parsers recurse into trouble (the SDK's own JSON parser stops near 200)."""
 
 _SNIFF_CHARS = 4096
 _OPEN = re.compile(r"\s*\{")

@@ -25,11 +25,10 @@ from agentenv.gateway.auth import Authenticator, AuthError
 from agentenv.gateway.errors import ClockError
 from agentenv.serve import jsonrpc
 from agentenv.serve._errors import install_error_handlers
-from agentenv.serve._guard import RequestGuard
+from agentenv.serve._guard import BodyLimit, RequestGuard
 from agentenv.serve._http import (
     DEFAULT_MAX_BODY,
     SESSION_HEADER,
-    BodyLimit,
     HttpError,
     error_fields,
     instance_of,
@@ -447,5 +446,5 @@ def create_app(
     )
     # Outermost first: refuse cross-site and rebinding requests before reading any body.
     app.add_middleware(BodyLimit, max_bytes=max_body)
-    app.add_middleware(RequestGuard, loopback=loopback)
+    app.add_middleware(RequestGuard, loopback=loopback, trusted=auth.trusted)
     return app

@@ -18,6 +18,11 @@ from typing import Any
 MAX_JSON_DEPTH = 64
 """How deep a JSON value may nest: each object or array is one level."""
 
+BODY_DEPTH = 2 * MAX_JSON_DEPTH
+"""How deep a whole request body (or MCP message) may nest. Twice the value limit, so a
+body wrapping arguments that are too deep still parses and the gateway refuses them as a
+recorded `invalid_arguments` call, on REST and MCP alike."""
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{]}")
@@ -86,6 +91,7 @@ def value_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 __all__ = [
+    "BODY_DEPTH",
     "MAX_JSON_DEPTH",
     "depth_message",
     "raw_too_deep",
