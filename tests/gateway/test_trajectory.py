@@ -432,6 +432,24 @@ def test_a_long_trajectory_spills_and_reads_back_the_same(small_window: int) -> 
         traj[100]
 
 
+def test_spilled_times_come_back_exactly(small_window: int) -> None:
+    from datetime import timezone
+
+    paris = timezone(timedelta(hours=1))
+    traj = Trajectory()
+    made = []
+    for i in range(40):
+        wall = WALL + timedelta(microseconds=7 * i + 1, days=i)
+        virtual = [None, T0 + timedelta(seconds=i), datetime(2026, 5, 1, i % 24, tzinfo=paris)]
+        made.append(_append(traj, wall_time=wall, virtual_time=virtual[(i // 10) % 3]))
+    assert traj.spilled >= 24
+    back = list(traj)
+    assert back == made
+    assert [r.virtual_time.tzinfo if r.virtual_time else None for r in back] == [
+        r.virtual_time.tzinfo if r.virtual_time else None for r in made
+    ]
+
+
 def test_a_short_trajectory_makes_no_file(small_window: int) -> None:
     traj = Trajectory()
     _mixed(traj, small_window - 1)

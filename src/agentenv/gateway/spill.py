@@ -1,8 +1,8 @@
 """Where a long trajectory keeps its older records: a temporary file of pickled chunks.
 
 Pickle, not JSON: a spill happens on the call path (every few hundred calls) and pickling
-a chunk's field tuples costs about a microsecond a record, several times less than JSON
-(reading, rare, pays the JSON). The file is ours alone (created 0600 by `tempfile`, never
+a chunk (the trajectory packs it in columns) costs about a microsecond a record, several
+times less than JSON (reading, rare, pays the JSON). The file is ours alone (created 0600 by `tempfile`, never
 named to anyone), so loading it back is loading what this process wrote.
 
 The file is unnamed (`tempfile.TemporaryFile`: unlinked at once on POSIX), so it goes when
@@ -10,16 +10,20 @@ the trajectory is collected or the process ends, even by SIGKILL, and nothing is
 disk. It is written in chunks (one per spill, a few hundred records); the index keeps, per
 chunk, its first record's seq, its first event's number, and where its bytes lie: a few
 dozen bytes per chunk, so a trajectory of millions of records holds kilobytes of index.
-Reads and writes are serialised by one lock (a chunk is read whole, a few hundred KB).
+Reads and writes are serialised by one lock (a chunk is read whole, a few hundred KB), and
+name their offsets (`os.pread`/`os.pwrite` where the OS has them), so a forked child that
+inherited the file cannot move a shared file position under the parent.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import tempfile
 import threading
 from array import array
 from bisect import bisect_right
+from typing import IO, Any
 
 SPILL_PREFIX = "agentenv-trajectory-"
 
@@ -44,14 +48,12 @@ class SpillFile:
         self.end = array("q")
         """Per chunk: where its bytes end."""
 
-    def add(self, rows: list[tuple[object, ...]], *, first_seq: int, first_event: int) -> None:
-        """Append one chunk: the field tuples of the records from `first_seq` on."""
-        lines = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
-        count = len(rows)
+    def add(self, chunk: object, *, count: int, first_seq: int, first_event: int) -> None:
+        """Append one chunk: the `count` records from `first_seq` on, as the trajectory
+        packed them (anything pickle takes)."""
+        lines = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
         with self._io:
-            self._file.seek(self.size)
-            self._file.write(lines)
-            self._file.flush()
+            _write_at(self._file, lines, self.size)
         self.offset.append(self.size)
         self.end.append(self.size + len(lines))
         self.first_event.append(first_event)
@@ -71,15 +73,40 @@ class SpillFile:
         """The seq after chunk `index`'s last record."""
         return self.stop_seq[index]
 
-    def rows(self, index: int) -> list[tuple[object, ...]]:
-        """Chunk `index`'s field tuples, as `add` got them."""
+    def chunk(self, index: int) -> Any:
+        """Chunk `index`, as `add` got it."""
         start, end = self.offset[index], self.end[index]
         with self._io:
-            self._file.seek(start)
-            data = self._file.read(end - start)
+            data = _read_at(self._file, start, end - start)
         return pickle.loads(data)
 
     def close(self) -> None:
         """Remove the file now."""
         with self._io:
             self._file.close()
+
+
+def _write_at(file: IO[bytes], data: bytes, offset: int) -> None:
+    if hasattr(os, "pwrite"):
+        view = memoryview(data)
+        while view:
+            done = os.pwrite(file.fileno(), view, offset)
+            view, offset = view[done:], offset + done
+        return
+    file.seek(offset)
+    file.write(data)
+    file.flush()
+
+
+def _read_at(file: IO[bytes], offset: int, size: int) -> bytes:
+    if hasattr(os, "pread"):
+        parts = []
+        while size > 0:
+            part = os.pread(file.fileno(), size, offset)
+            if not part:
+                raise OSError(f"the trajectory spill file ends before byte {offset + size}")
+            parts.append(part)
+            offset, size = offset + len(part), size - len(part)
+        return b"".join(parts)
+    file.seek(offset)
+    return file.read(size)
