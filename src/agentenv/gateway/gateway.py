@@ -37,6 +37,7 @@ from agentenv.gateway.errors import (
 from agentenv.gateway.firing import Firer, NlSender, no_nl_sender
 from agentenv.gateway.forks import apply_fork, merge
 from agentenv.gateway.instance import Instance, SharedLock
+from agentenv.gateway.raised import contained, crash, current_task, stopping
 from agentenv.gateway.results import CallResult, InvalidResult, encode_result, safe_text
 from agentenv.spec.environment import GatewayMode
 from agentenv.spec.limits import depth_message, value_depth_path
@@ -297,7 +298,7 @@ class Gateway(ControlPlane):
             ran = True
             ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id)
             before = state.changes
-            owner = _current_task() if tool.is_async or tool.blocking else None
+            owner = current_task() if tool.is_async or tool.blocking else None
             try:
                 if isolated and (tool.is_async or tool.blocking):
                     # Its writes land at its end, in one step: that is its write window.
@@ -319,11 +320,11 @@ class Gateway(ControlPlane):
             except TimeoutError:
                 problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
             except ToolRaised as exc:
-                problem = _Problem("tool_error", _crash(exc.raised))
+                problem = _Problem("tool_error", crash(exc.raised))
             except BaseException as exc:  # a tool's own bug, whatever it raised: a tool error
-                if _stopping(exc, owner):
+                if stopping(exc, owner):
                     raise  # the call itself is being cancelled: the state is rolled back
-                problem = _Problem("tool_error", _crash(exc))
+                problem = _Problem("tool_error", crash(exc))
             if problem is not None and isolated:
                 before = state.changes  # nothing of it landed; others may have written meanwhile
         if ran and kind == "call" and tool is not None:
@@ -374,7 +375,7 @@ class Gateway(ControlPlane):
         if tool.is_async:
             pending = tool.invoke(ctx, values)
             if tool.timeout:  # a task of its own: what it raises must not reach the loop
-                return await asyncio.wait_for(_contained(pending), tool.timeout)
+                return await asyncio.wait_for(contained(pending), tool.timeout)
             return await pending
         if not tool.blocking:
             return tool.invoke(ctx, values)
@@ -438,7 +439,7 @@ class Gateway(ControlPlane):
                 except Exception:
                     raise
                 except BaseException as exc:  # KeyboardInterrupt and kin: still the tool's
-                    raise ToolError(f"check tool {step.tool!r} raised {_crash(exc)}") from None
+                    raise ToolError(f"check tool {step.tool!r} raised {crash(exc)}") from None
                 if asyncio.iscoroutine(value):
                     value.close()
                     raise ToolError(f"check tool {step.tool!r} is async; checks need sync tools")
@@ -469,46 +470,6 @@ def _too_deep(args: dict[str, Any]) -> str | None:
                 return None
             return f"{'.'.join(map(str, path))}: {depth_message()}"
     return None
-
-
-def _current_task() -> asyncio.Task[Any] | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no running loop: a coroutine closed by the garbage collector
-        return None
-
-
-def _stopping(exc: BaseException, owner: asyncio.Task[Any] | None) -> bool:
-    """Whether what reached the call is not the tool's but the call's own end: its task is
-    being cancelled (its caller gave up, or the server is shutting down), or, for a call
-    that awaited (`owner`: the task it ran in), its coroutine is being closed
-    (GeneratorExit thrown in from outside that task)."""
-    current = _current_task()
-    if current is not None and current.cancelling():
-        return True
-    return isinstance(exc, GeneratorExit) and owner is not None and current is not owner
-
-
-def _crash(exc: BaseException) -> str:
-    name = type(exc).__name__
-    if isinstance(exc, asyncio.CancelledError):
-        return f"{name} (raised by the tool; the call was not cancelled)"
-    return safe_text(f"{name}: {exc}") if str(exc) else name
-
-
-async def _contained(pending: Any) -> Any:
-    """Await a tool in a task of its own (`wait_for`): what it raises that would stop the
-    event loop (KeyboardInterrupt, SystemExit) or look like the task closing comes out as
-    ToolRaised."""
-    owner = _current_task()
-    try:
-        return await pending
-    except (KeyboardInterrupt, SystemExit) as exc:
-        raise ToolRaised(exc) from None
-    except GeneratorExit as exc:
-        if _current_task() is not owner:
-            raise  # the task is being closed, not the tool failing
-        raise ToolRaised(exc) from None
 
 
 def _argument_errors(tool: str, exc: ValidationError) -> str:
