@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from openapi_spec_validator import validate
 from schemathesis.core.result import Ok
 
 from agentenv import Environment, Gateway
@@ -92,6 +91,8 @@ async def test_the_served_document_is_the_apps(client: httpx.AsyncClient) -> Non
 
 
 def test_every_document_is_valid_openapi(documents: dict[str, dict[str, Any]]) -> None:
+    # Installed here but not named by the dev extra (nor needed by schemathesis) yet.
+    validate = pytest.importorskip("openapi_spec_validator").validate
     for name, doc in documents.items():
         validate(doc)  # raises with the path of what is wrong
         assert doc["openapi"].startswith("3.1"), name
@@ -143,7 +144,8 @@ def test_every_error_answer_is_documented_with_the_error_body(
             responses = op["responses"]
             statuses = set(responses)
             assert "500" not in statuses and "422" not in statuses, where
-            assert "403" in statuses, where  # a foreign Origin, at least
+            if name in ("desk trusted", "personal"):
+                assert "403" in statuses, where  # a foreign Origin, at least
             if "requestBody" in op:
                 assert {"413"} <= statuses, where
                 assert "400" in statuses or unprefixed(path).endswith("agentenv"), where
@@ -167,7 +169,21 @@ def test_every_error_answer_is_documented_with_the_error_body(
 
 
 def test_route_specific_errors_are_documented(documents: dict[str, dict[str, Any]]) -> None:
-    paths = documents["desk trusted"]["paths"]
+    paths = documents["desk tokens"]["paths"]  # no foreign-Origin 403 on every route there
+    assert "403" not in paths["/state"]["get"]["responses"]
+    for path, method in [
+        ("/clock/set-time", "put"),
+        ("/clock/advance", "post"),
+        ("/clock/clear", "post"),
+        ("/triggers/register", "post"),
+        ("/triggers/remove", "post"),
+        ("/triggers/clear", "post"),
+        ("/tools/disable", "post"),
+        ("/tools/enable", "post"),
+        ("/instances", "post"),
+        ("/instances/{instance_id}", "delete"),
+    ]:
+        assert "403" in paths[path][method]["responses"], (method, path)  # admin only
     assert {"403", "404", "504"} <= set(paths["/step"]["post"]["responses"])
     assert "404" in paths["/clock/time"]["get"]["responses"]
     assert "400" in paths["/instances/{instance_id}"]["delete"]["responses"]

@@ -1,21 +1,24 @@
 """The served app's OpenAPI document (`GET /openapi.json`), complete enough for a client
-generator or a schema-driven fuzzer to use every operation.
+generator or a schema-driven fuzzer to use every operation (docs/rest.md says what it holds).
 
 FastAPI writes the paths from the routes; `openapi_schema` finishes the document:
 
 - every templated path parameter is declared (`instance_id` of the routes included under
   `/instances/{instance_id}`, `svc_key`), as the handlers read them from the request;
-- the request bodies' pydantic `$defs` are hoisted into `components/schemas` (a `#/$defs/X`
-  inside an OpenAPI document points at the document's root, where there is none);
+- the request bodies' pydantic `$defs` are hoisted into `components/schemas`
+  (`_openapi_refs`), so every `$ref` resolves;
 - the error answers are documented, each with the one error body (`ErrorBody`), from the
   cross-cutting rules below and what each route declares with `operation_doc(errors=...)`;
 - the credentials (bearer token, or the role header in trusted local mode) and the
   `AgentEnv-Session` header are declared;
-- the MCP endpoint (a plain ASGI route that FastAPI does not see) is described.
+- `/step` gets one body per tool besides the generic one; the JSON-RPC data plane and the
+  MCP endpoint (a plain ASGI route that FastAPI does not see) are described.
 
-Cross-cutting rules: an operation with a body can answer 400, 413 and 415; an operation
-that needs credentials can answer 401; a path under `/instances/{instance_id}` or with a
-`{svc_key}` can answer 404. A wrong method answers 405 with `Allow` on every path.
+Cross-cutting rules, from what the middleware and the shared plumbing refuse: every
+operation can answer 403 in trusted local mode (a foreign `Origin`) and 421 on a loopback
+server (`Host`); one with a body 400 and 413, one with a query 400; a POST, PUT, PATCH or
+DELETE 415; one that needs credentials 401; one under `/instances/{instance_id}` or with a
+`{svc_key}` 404. A method a path does not have is a 405 with `Allow` (serve/_errors.py).
 """
 
 from __future__ import annotations
@@ -193,7 +196,7 @@ def _complete_operation(
         del op["parameters"]
     responses = op.setdefault("responses", {})
     responses.pop("422", None)
-    wanted = {403}  # a foreign Origin, on every route
+    wanted = set() if tokens_required else {403}  # a foreign Origin, in trusted mode
     if "requestBody" in op:
         wanted |= {400, 413}
     if any(p.get("in") == "query" for p in params):

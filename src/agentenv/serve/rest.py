@@ -63,6 +63,10 @@ _STATUS_BY_KIND = {"denied": 403, "unknown_tool": 404, "timeout": 504}
 Lifespan = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
 
 
+# Control operations need the admin role (in trusted local mode every caller has it).
+_ADMIN = (403,)
+
+
 class InstanceBody(BaseModel):
     """Body of `POST /instances` (optional): the new instance's id, else one is made up."""
 
@@ -137,7 +141,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.put(
         "/clock/set-time",
         summary="Arm or set the clock",
-        openapi_extra=operation_doc(SetTimeBody),
+        openapi_extra=operation_doc(SetTimeBody, errors=_ADMIN),
     )
     async def clock_set(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -154,7 +158,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/clock/advance",
         summary="Move the clock forward (ours)",
-        openapi_extra=operation_doc(AdvanceClockBody),
+        openapi_extra=operation_doc(AdvanceClockBody, errors=_ADMIN),
     )
     async def clock_advance(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -164,7 +168,9 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         )
         return _json(state.to_wire())
 
-    @router.post("/clock/clear", summary="Disarm the clock")
+    @router.post(
+        "/clock/clear", summary="Disarm the clock", openapi_extra=operation_doc(errors=_ADMIN)
+    )
     async def clock_clear(request: Request) -> Response:
         principal = principal_of(request, auth)
         state = await gateway.clear_clock(principal, instance=instance_of(request))
@@ -182,7 +188,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/triggers/register",
         summary="Add triggers",
-        openapi_extra=operation_doc(TriggerRegistration),
+        openapi_extra=operation_doc(TriggerRegistration, errors=_ADMIN),
     )
     async def triggers_register(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -193,7 +199,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/triggers/remove",
         summary="Remove triggers by id",
-        openapi_extra=operation_doc(RemoveTriggersBody),
+        openapi_extra=operation_doc(RemoveTriggersBody, errors=_ADMIN),
     )
     async def triggers_remove(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -206,6 +212,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/triggers/clear",
         summary="Remove every trigger",
+        openapi_extra=operation_doc(errors=_ADMIN),
     )
     async def triggers_clear(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -229,7 +236,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/tools/disable",
         summary="Disable tools for a role",
-        openapi_extra=operation_doc(ToolAccessBody),
+        openapi_extra=operation_doc(ToolAccessBody, errors=_ADMIN),
     )
     async def tools_disable(request: Request) -> Response:
         return await _access(request, "disable")
@@ -237,7 +244,7 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     @router.post(
         "/tools/enable",
         summary="Enable tools for a role",
-        openapi_extra=operation_doc(ToolAccessBody),
+        openapi_extra=operation_doc(ToolAccessBody, errors=_ADMIN),
     )
     async def tools_enable(request: Request) -> Response:
         return await _access(request, "enable")
@@ -405,7 +412,7 @@ def create_app(
         "/instances",
         summary="Fork a fresh instance from the seeded snapshot",
         status_code=201,
-        openapi_extra=operation_doc(InstanceBody, body_required=False),
+        openapi_extra=operation_doc(InstanceBody, errors=_ADMIN, body_required=False),
     )
     async def create_instance(request: Request) -> Response:
         principal = principal_of(request, auth)
@@ -425,7 +432,7 @@ def create_app(
     @app.delete(
         "/instances/{instance_id}",
         summary="Drop an instance (400 for the default one)",
-        openapi_extra=operation_doc(errors=(400,)),
+        openapi_extra=operation_doc(errors=(400, *_ADMIN)),
     )
     async def drop_instance(request: Request) -> Response:
         instance_id = request.path_params["instance_id"]
