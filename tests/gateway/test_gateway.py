@@ -550,6 +550,13 @@ async def test_data_add_upserts_records_and_keeps_other_parts(gw: Gateway) -> No
     assert (control.kind, control.event) == ("control", "data_add")
 
 
+def _deep(levels: int) -> list:
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -568,6 +575,13 @@ async def test_data_add_upserts_records_and_keeps_other_parts(gw: Gateway) -> No
         ),
         ({"audit": [{"id": "ok"}, {"no_id": 1}]}, "parts[0].data.audit[1]: invalid record audit"),
         ({"audit": ["not a record"]}, "parts[0].data.audit[0]: invalid record audit"),
+        # Records no tool could ever send back are refused on arrival, naming the place.
+        (
+            {"audit": [{"id": "ok"}, {"id": "x", "note": "\ud800"}]},
+            "parts[0].data.audit[1].note holds a lone surrogate",
+        ),
+        ({"audit": [{"id": "x", "n": float("nan")}]}, "parts[0].data.audit[0].n is nan"),
+        ({"audit": [{"id": "x", "deep": _deep(80)}]}, "parts[0].data.audit[0].deep[0][0]"),
     ],
 )
 async def test_data_add_is_all_or_nothing(gw: Gateway, data: dict, message: str) -> None:

@@ -314,6 +314,20 @@ def test_lax_executor_timeouts_are_refused(executor: dict[str, Any], message: st
     assert message in what
 
 
+@pytest.mark.parametrize(
+    ("registration", "path"),
+    [
+        ({"executor": {"role": "system"}}, "executor.role"),
+        ({"executors": {"night": {"role": " system "}}}, "executors.night.role"),
+    ],
+)
+def test_an_executor_may_not_act_as_the_gateway(registration: dict[str, Any], path: str) -> None:
+    # Refused when registered, not when the trigger fires and every action gets a 401.
+    where, what = _refusal(TriggerRegistration, registration)
+    assert where == path
+    assert "reserved" in what
+
+
 def test_time_values_keep_their_instant() -> None:
     when = TimeWhen.model_validate({"type": "time", "at": "2026-03-02T10:30:00+01:00"})
     assert when.at == datetime(2026, 3, 2, 9, 30, tzinfo=UTC)

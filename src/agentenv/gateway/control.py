@@ -25,6 +25,7 @@ from agentenv.gateway.errors import (
     GatewayError,
 )
 from agentenv.gateway.instance import Instance
+from agentenv.gateway.results import unsendable
 from agentenv.gateway.trigger_state import RegisterResult, TriggersState
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import DataPart, McpServerInfo, Part, RoleAccess, StepTool
@@ -294,6 +295,11 @@ class ControlPlane:
                                 raise DataError(f"{where}: unknown collection {coll!r}")
                             if not isinstance(rows, list):
                                 rows = [rows]
+                            # A record tools could never return is refused on arrival,
+                            # not found out call by call as invalid results.
+                            bad = unsendable(rows, where)
+                            if bad is not None:
+                                raise DataError(bad)
                             for j, row in enumerate(rows):
                                 try:
                                     inst.state.put(namespace + coll, row)

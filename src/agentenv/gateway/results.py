@@ -31,34 +31,58 @@ def encode_result(value: Any) -> str:
     (a set, an object, NaN), one nested deeper than `MAX_JSON_DEPTH`, or text holding a
     lone surrogate (not UTF-8). The common case costs the `json.dumps` plus two C scans.
     """
+    try:
+        return _encode(value)
+    except _Unsendable as exc:
+        raise InvalidResult(
+            "the tool's result cannot be sent: " + _what_is_wrong(value, exc.cause, "result")
+        ) from None
+
+
+def unsendable(value: Any, root: str) -> str | None:
+    """Why `value` could not travel as JSON on every transport, naming the place from
+    `root` (e.g. `parts[0].data.tickets[3].name holds a lone surrogate ...`); None if it
+    can. For values that will be sent later (stored records), checked when they arrive."""
+    try:
+        _encode(value)
+    except _Unsendable as exc:
+        return _what_is_wrong(value, exc.cause, root)
+    return None
+
+
+class _Unsendable(Exception):
+    def __init__(self, cause: BaseException | None) -> None:
+        self.cause = cause
+
+
+def _encode(value: Any) -> str:
     if isinstance(value, str):
         text = value
     else:
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
-            raise InvalidResult(_what_is_wrong(value, exc)) from None
+            raise _Unsendable(exc) from None
         # Fewer brackets than the limit cannot nest past it: counted in C, no walk.
         if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
-            raise InvalidResult(_what_is_wrong(value, None))
+            raise _Unsendable(None)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidResult(_what_is_wrong(value, None)) from None
+            raise _Unsendable(None) from None
     return text
 
 
-def _what_is_wrong(value: Any, exc: BaseException | None) -> str:
-    """The message of an InvalidResult: the first bad value found and its path."""
-    head = "the tool's result cannot be sent: "
+def _what_is_wrong(value: Any, exc: BaseException | None, root: str) -> str:
+    """The first bad value found and its path from `root`."""
     deep = value_depth_path(value)
     if deep is not None:
-        return head + f"{_path(deep)} is {depth_message()}"
+        return f"{_path(deep, root)} is {depth_message()}"
     found = _first_bad(value)
     if found is not None:
-        return head + f"{_path(found[0])} {found[1]}"
-    return head + (f"it is not JSON ({exc})" if exc is not None else "it is not JSON")
+        return f"{_path(found[0], root)} {found[1]}"
+    return f"it is not JSON ({exc})" if exc is not None else "it is not JSON"
 
 
 def _first_bad(value: Any) -> tuple[list[str | int], str] | None:
@@ -103,10 +127,10 @@ def _scalar_problem(node: Any) -> str | None:
     return None
 
 
-def _path(parts: list[str | int]) -> str:
+def _path(parts: list[str | int], root: str) -> str:
     if len(parts) > 12:  # a path 64 levels deep says no more than its ends do
-        return f"{_path(parts[:6])}...{_path(parts[-3:])[len('result') :]}"
-    out = "result"
+        return f"{_path(parts[:6], root)}...{_path(parts[-3:], '')}"
+    out = root
     for part in parts:
         if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"

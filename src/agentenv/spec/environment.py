@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentenv.spec.quantities import Duration
+from agentenv.spec.roles import RESERVED_ROLE
 from agentenv.spec.triggers import TriggerRegistration
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -35,8 +36,8 @@ class RoleSpec(_Doc):
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
-        if value == "system":
-            raise ValueError("'system' is reserved for the gateway's own principal")
+        if value == RESERVED_ROLE:
+            raise ValueError(f"{RESERVED_ROLE!r} is reserved for the gateway's own principal")
         return value
 
 

@@ -40,6 +40,7 @@ from agentenv.spec.quantities import (
     no_boolean_durations,
     non_negative,
 )
+from agentenv.spec.roles import RESERVED_ROLE
 
 _DURATION = TypeAdapter(timedelta)
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -444,6 +445,14 @@ class Executor(_Doc):
     role: str | None = None
     timeout_seconds: float = Field(default=120.0, gt=0, strict=True, allow_inf_nan=False)
     hours: Hours | None = Field(default=None, description="Its working hours, if it keeps any.")
+
+    @field_validator("role")
+    @classmethod
+    def _not_reserved(cls, value: str | None) -> str | None:
+        # Refused when registered, not when the trigger fires and its calls get a 401.
+        if value is not None and value.strip() == RESERVED_ROLE:
+            raise ValueError(f"{RESERVED_ROLE!r} is reserved for the gateway's own principal")
+        return value
 
 
 class TriggerRegistration(_Doc):
