@@ -12,11 +12,13 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
+from pydantic import BaseModel
 from schemathesis.core.result import Ok
 
 from agentenv import Environment, Gateway
 from agentenv.gateway.auth import Authenticator
 from agentenv.serve import create_app
+from agentenv.serve.openapi import complete
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "envs"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -109,6 +111,68 @@ def test_every_ref_resolves_and_no_pydantic_defs_are_left(
         assert "$defs" not in repr(doc), name
         mappings = re.findall(r"'mapping': \{[^}]*\}", repr(doc))
         assert all("#/components/schemas/" in m for m in mappings), (name, mappings)
+
+
+class _Inner(BaseModel):
+    n: int
+
+
+class _Outer(BaseModel):
+    inner: _Inner
+    many: list[_Inner]
+
+
+class _OtherInner(BaseModel):
+    s: str
+
+
+def test_defs_anywhere_in_an_operation_become_components() -> None:
+    # A route's own response and parameter schemas (not only request bodies) may carry
+    # pydantic `$defs`; a second model of the same name gets its own component.
+    clash = _OtherInner.model_json_schema()
+    clash["title"] = "_Inner"
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/x/{instance_id}": {
+                "post": {
+                    "requestBody": {"content": {"application/json": {"schema": clash}}},
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": _Outer.model_json_schema()}
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {"application/json": {"schema": _Outer.model_json_schema()}},
+                        }
+                    },
+                }
+            }
+        },
+    }
+    done = complete(doc)
+    validate = pytest.importorskip("openapi_spec_validator").validate
+    validate(done)
+    for ref in refs(done):
+        resolve(done, {"$ref": ref})
+    assert "$defs" not in repr(done)
+    schemas = done["components"]["schemas"]
+    assert {tuple(schemas[name]["properties"]) for name in ("_Inner", "_Inner2")} == {
+        ("n",),
+        ("s",),
+    }
+    inner = resolve(done, schemas["_Outer"]["properties"]["inner"])
+    assert resolve(done, schemas["_Outer"]["properties"]["many"]["items"]) == inner
+    assert list(inner["properties"]) == ["n"]
+    op = done["paths"]["/x/{instance_id}"]["post"]
+    assert op["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/_Outer"
+    }
+    assert [p.get("name") or p["$ref"] for p in op["parameters"]][:2] == [
+        "#/components/parameters/InstanceId",
+        "q",
+    ]
 
 
 def test_every_templated_path_parameter_is_declared(

@@ -16,14 +16,25 @@ _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 def hoist_defs(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
-    """Move every `$defs` (and every titled request body schema) into components/schemas
-    and point the `$ref`s there; a name already taken by another schema gets a suffix."""
+    """Move every `$defs` (and every titled body schema, request or response) into
+    components/schemas and point the `$ref`s there; a name already taken by another schema
+    gets a suffix."""
     for item in doc.get("paths", {}).values():
         for method in _METHODS:
-            body = item.get(method, {}).get("requestBody", {})
-            for media in body.get("content", {}).values():
-                if "schema" in media:
-                    media["schema"] = hoisted(media["schema"], schemas, top=True)
+            op = item.get(method)
+            if not isinstance(op, dict):
+                continue
+            bodies = [op.get("requestBody", {}), *op.get("responses", {}).values()]
+            for body in bodies:
+                for media in body.get("content", {}).values():
+                    if "schema" in media:
+                        media["schema"] = hoisted(media["schema"], schemas, top=True)
+                for header in body.get("headers", {}).values():
+                    if "schema" in header:
+                        header["schema"] = hoisted(header["schema"], schemas, top=False)
+            for param in op.get("parameters", []):
+                if "schema" in param:
+                    param["schema"] = hoisted(param["schema"], schemas, top=False)
     for name in list(schemas):
         schemas[name] = hoisted(schemas[name], schemas, top=False)
 

@@ -214,7 +214,7 @@ def _complete_operation(
     for status, response in responses.items():
         if status.startswith("4") and "$ref" not in response and "content" not in response:
             response["content"] = {JSON: {"schema": {"$ref": SCHEMAS + "ErrorBody"}}}
-    if path.endswith("/changes") and "400" in responses:
+    if path.endswith("/changes") and responses.get("400") == _error_ref(400):
         responses["400"] = _CHANGES_400  # upstream's own shape there
 
 
