@@ -204,13 +204,14 @@ class McpHttp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         method = request.method
-        if method not in ("POST", "DELETE"):
+        if method != "POST":
             # No server-initiated stream in stateless mode (GET); an open GET stream would
-            # also keep the server from shutting down. The spec allows 405 here.
+            # also keep the server from shutting down. No session to end either (DELETE).
+            # The spec allows 405 for both.
             response = refusal(
                 405, INVALID_REQUEST, "method_not_allowed", "use POST for MCP requests"
             )
-            response.headers["Allow"] = "POST, DELETE"
+            response.headers["Allow"] = "POST"
             await response(scope, receive, send)
             return
         refused = await self.security.validate_request(request, is_post=method == "POST")
