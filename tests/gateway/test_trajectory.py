@@ -450,6 +450,39 @@ def test_spilled_times_come_back_exactly(small_window: int) -> None:
     ]
 
 
+def test_when_nothing_can_be_spilled_the_records_stay_in_memory(
+    small_window: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import tempfile
+
+    real = tempfile.gettempdir()
+    monkeypatch.setattr(tempfile, "tempdir", "/nonexistent/agentenv-test")  # no such folder
+    traj = Trajectory()
+    made = _mixed(traj, 40)
+    assert traj.spilled == 0 and list(traj) == made
+    assert "cannot spill" in caplog.text
+    warnings = caplog.text.count("cannot spill")
+    assert 1 <= warnings <= 3  # tries again only once the window has doubled
+    monkeypatch.setattr(tempfile, "tempdir", real)
+    made += _mixed(traj, 40)
+    assert traj.spilled > 0 and list(traj) == made
+    made += _mixed(traj, 40)  # and once it could, the window is back to its size
+    assert len(traj) - traj.spilled <= small_window
+
+
+def test_a_chunk_pickle_refuses_is_spilled_as_json(small_window: int) -> None:
+    import enum
+
+    class Local(enum.IntEnum):  # defined in a function: pickle cannot name it
+        THREE = 3
+
+    traj = Trajectory()
+    for _ in range(20):
+        _append(traj, args={"x": Local.THREE})
+    assert traj.spilled > 0
+    assert traj[0].args == {"x": 3} and traj[-1].args == {"x": Local.THREE}
+
+
 def test_a_short_trajectory_makes_no_file(small_window: int) -> None:
     traj = Trajectory()
     _mixed(traj, small_window - 1)

@@ -1,9 +1,9 @@
-"""Where a long trajectory keeps its older records: a temporary file of pickled chunks.
+"""Where a long trajectory keeps its older records: a temporary file of chunks.
 
-Pickle, not JSON: a spill happens on the call path (every few hundred calls) and pickling
-a chunk (the trajectory packs it in columns) costs about a microsecond a record, several
-times less than JSON (reading, rare, pays the JSON). The file is ours alone (created 0600 by `tempfile`, never
-named to anyone), so loading it back is loading what this process wrote.
+The trajectory packs each chunk (pickled columns: a spill happens on the call path every
+few hundred calls, and pickling costs several times less than JSON; reading, rare, pays the
+JSON). The file is ours alone (created 0600 by `tempfile`, never named to anyone), so
+loading it back is loading what this process wrote.
 
 The file is unnamed (`tempfile.TemporaryFile`: unlinked at once on POSIX), so it goes when
 the trajectory is collected or the process ends, even by SIGKILL, and nothing is left on
@@ -18,12 +18,11 @@ inherited the file cannot move a shared file position under the parent.
 from __future__ import annotations
 
 import os
-import pickle
 import tempfile
 import threading
 from array import array
 from bisect import bisect_right
-from typing import IO, Any
+from typing import IO
 
 SPILL_PREFIX = "agentenv-trajectory-"
 
@@ -48,10 +47,9 @@ class SpillFile:
         self.end = array("q")
         """Per chunk: where its bytes end."""
 
-    def add(self, chunk: object, *, count: int, first_seq: int, first_event: int) -> None:
+    def add(self, lines: bytes, *, count: int, first_seq: int, first_event: int) -> None:
         """Append one chunk: the `count` records from `first_seq` on, as the trajectory
-        packed them (anything pickle takes)."""
-        lines = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+        packed them."""
         with self._io:
             _write_at(self._file, lines, self.size)
         self.offset.append(self.size)
@@ -73,12 +71,12 @@ class SpillFile:
         """The seq after chunk `index`'s last record."""
         return self.stop_seq[index]
 
-    def chunk(self, index: int) -> Any:
-        """Chunk `index`, as `add` got it."""
+    def read(self, index: int) -> bytes:
+        """Chunk `index`'s bytes, as `add` got them."""
         start, end = self.offset[index], self.end[index]
         with self._io:
             data = _read_at(self._file, start, end - start)
-        return pickle.loads(data)
+        return data
 
     def close(self) -> None:
         """Remove the file now."""

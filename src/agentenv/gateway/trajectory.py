@@ -11,14 +11,15 @@ Every record is readable: `append` makes its values JSON every reader can carry
 Memory is bounded: the newest records stay in memory as objects (at most `HOT_RECORDS`,
 and about `HOT_BYTES` of values); older ones are written to an unnamed temporary file
 created the first time a trajectory outgrows that (`gateway.spill`), and read back, a
-chunk at a time, when asked for. Short trajectories
-(every rollout episode of ordinary length) never make a file. docs/trajectory.md has the
-figures.
+chunk at a time, when asked for. Short trajectories (every rollout episode of ordinary
+length) never make a file. docs/trajectory.md has the figures.
 """
 
 from __future__ import annotations
 
 import io
+import logging
+import pickle
 import threading
 from array import array
 from bisect import bisect_right
@@ -41,6 +42,7 @@ HOT_BYTES = 8 * 1024 * 1024
 """... and spills its oldest ones sooner when their values add up to about this much."""
 _RECORD_BYTES = 400
 """About what a record costs in memory beyond its values' JSON size."""
+_log = logging.getLogger(__name__)
 _CACHED_CHUNKS = 2
 """Spilled chunks kept decoded, for readers that index back and forth (`GET /changes`)."""
 
@@ -92,28 +94,6 @@ _TIMES = (_FIELDS.index("wall_time"), _FIELDS.index("virtual_time"))
 _TZ = attrgetter("tzinfo")
 
 
-def _pack(records: list[TrajectoryRecord]) -> list[Any]:
-    """Records as what a spill chunk holds: one column per field, and a column of UTC
-    datetimes as an array of POSIX timestamps (pickling datetimes one by one was most of
-    a spill's cost; a float timestamp of a microsecond datetime round-trips exactly)."""
-    columns: list[Any] = list(zip(*map(_ROW, records), strict=True))
-    for i in _TIMES:
-        column = columns[i]
-        if None not in column and set(map(_TZ, column)) == {UTC}:
-            columns[i] = array("d", map(datetime.timestamp, column))
-    return columns
-
-
-def _unpack(columns: list[Any]) -> list[TrajectoryRecord]:
-    for i in _TIMES:
-        if isinstance(columns[i], array):
-            columns[i] = [datetime.fromtimestamp(t, UTC) for t in columns[i]]
-    return [
-        TrajectoryRecord(**dict(zip(_FIELDS, row, strict=True)))
-        for row in zip(*columns, strict=True)
-    ]
-
-
 def record_line(record: TrajectoryRecord) -> bytes:
     """One record as a JSON line (what `to_jsonl` and `?format=records` give)."""
     try:
@@ -124,6 +104,36 @@ def record_line(record: TrajectoryRecord) -> bytes:
         notes = clean_fields(fields)
         fields["sanitized"] = [*(record.sanitized or []), *notes] or None
         return RECORD_ADAPTER.dump_json(TrajectoryRecord(**fields)) + b"\n"
+
+
+def _pack(records: list[TrajectoryRecord]) -> bytes:
+    """Records as a spill chunk: pickled columns, one per field, with a column of UTC
+    datetimes as an array of POSIX timestamps (pickling datetimes one by one was most of
+    a spill's cost; a float timestamp of a microsecond datetime round-trips exactly). A
+    chunk pickle refuses (a value of a class defined in a function, say) is their JSON
+    lines instead, which every appended record has."""
+    columns: list[Any] = list(zip(*map(_ROW, records), strict=True))
+    for i in _TIMES:
+        column = columns[i]
+        if None not in column and set(map(_TZ, column)) == {UTC}:
+            columns[i] = array("d", map(datetime.timestamp, column))
+    try:
+        return pickle.dumps(columns, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        return pickle.dumps(b"".join(map(record_line, records)))
+
+
+def _unpack(data: bytes) -> list[TrajectoryRecord]:
+    columns = pickle.loads(data)  # our own spill file, written by _pack
+    if isinstance(columns, bytes):
+        return [RECORD_ADAPTER.validate_json(line) for line in columns.splitlines()]
+    for i in _TIMES:
+        if isinstance(columns[i], array):
+            columns[i] = [datetime.fromtimestamp(t, UTC) for t in columns[i]]
+    return [
+        TrajectoryRecord(**dict(zip(_FIELDS, row, strict=True)))
+        for row in zip(*columns, strict=True)
+    ]
 
 
 def events_of(record: TrajectoryRecord) -> int:
@@ -148,6 +158,7 @@ class Trajectory:
         "_hot_start",
         "_lock",
         "_spill",
+        "_spill_after",
     )
 
     def __init__(self) -> None:
@@ -160,6 +171,7 @@ class Trajectory:
         self._count = 0
         self._events = 0
         self._spill: SpillFile | None = None
+        self._spill_after = 0  # after a failed spill: the window length of the next try
         self._cache: dict[int, tuple[list[TrajectoryRecord], list[int]]] = {}
 
     def append(self, *, result_text: str | None = None, **fields: Any) -> TrajectoryRecord:
@@ -186,7 +198,9 @@ class Trajectory:
             self._hot_bytes += size
             self._events += 2 if record.kind == "call" else 1
             self._count += 1
-            if len(self._hot) >= HOT_RECORDS or self._hot_bytes >= HOT_BYTES:
+            if (len(self._hot) >= HOT_RECORDS or self._hot_bytes >= HOT_BYTES) and len(
+                self._hot
+            ) >= self._spill_after:
                 self._spill_oldest()
         return record
 
@@ -200,20 +214,28 @@ class Trajectory:
         ):
             held -= sizes[count]
             count += 1
-        if self._spill is None:
-            self._spill = SpillFile()
-        self._spill.add(
-            _pack(hot[:count]),
-            count=count,
-            first_seq=self._hot_start,
-            first_event=self._hot_events[0],
-        )
+        try:
+            if self._spill is None:
+                self._spill = SpillFile()
+            self._spill.add(
+                _pack(hot[:count]),
+                count=count,
+                first_seq=self._hot_start,
+                first_event=self._hot_events[0],
+            )
+        except OSError as exc:
+            # No room on disk, say: the records stay in memory, the call goes on, and the
+            # next try waits until the window has doubled.
+            self._spill_after = 2 * len(hot)
+            _log.warning("trajectory records stay in memory: cannot spill them (%s)", exc)
+            return
         # New lists, not in-place deletes: a reader holding the old ones still reads them whole.
         self._hot = hot[count:]
         self._hot_events = self._hot_events[count:]
         self._hot_sizes = sizes[count:]
         self._hot_bytes = held
         self._hot_start += count
+        self._spill_after = 0
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -238,7 +260,7 @@ class Trajectory:
             return cached
         assert self._spill is not None
         spill = self._spill
-        records = _unpack(spill.chunk(index))
+        records = _unpack(spill.read(index))
         firsts: list[int] = []
         number = spill.first_event[index]
         for record in records:

@@ -37,9 +37,15 @@ from starlette.responses import Response, StreamingResponse
 
 from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator
-from agentenv.gateway.changes import ChangesQueryError, changes_page, parse_query
+from agentenv.gateway.changes import (
+    CHANGES_PAGE_MAX,
+    ChangesQueryError,
+    changes_page,
+    parse_query,
+)
 from agentenv.gateway.events import write_events
 from agentenv.serve._http import HttpError, instance_of, principal_of
+from agentenv.serve.openapi import operation_doc
 
 JSONL = "application/jsonl"
 TOTAL_BYTES_HEADER = "X-Trajectory-Total-Bytes"
@@ -95,7 +101,43 @@ TRAJECTORY_DOC: dict[str, Any] = {
                 },
             },
         },
-        "400": {"description": "A bad `since`, `limit` or `format` (the message names it)."},
+    },
+}
+TRAJECTORY_DOC["responses"].update(operation_doc(errors=(400,))["responses"])
+
+CHANGES_DOC: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "after_id",
+            "in": "query",
+            "required": False,
+            "description": "Rows after this changelog id (0: from the first).",
+            "schema": {**_COUNT, "minimum": 0, "default": 0},
+        },
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "description": "At most this many rows.",
+            "schema": {**_COUNT, "minimum": 1, "maximum": CHANGES_PAGE_MAX},
+        },
+    ],
+    "responses": {
+        "400": {
+            "description": "A bad `after_id` or `limit`, in upstream's shape.",
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "ok": {"const": False},
+                            "error": {"type": "string"},
+                        },
+                        "required": ["ok", "error"],
+                    }
+                }
+            },
+        },
     },
 }
 
@@ -182,7 +224,11 @@ def history_router(gateway: Gateway, auth: Authenticator) -> APIRouter:
         headers["Content-Length"] = str(size)
         return StreamingResponse(_stream(spool), media_type=JSONL, headers=headers)
 
-    @router.get("/changes", summary="Changelog rows after after_id, with who made each")
+    @router.get(
+        "/changes",
+        summary="Changelog rows after after_id, with who made each",
+        openapi_extra=CHANGES_DOC,
+    )
     async def changes(request: Request) -> Response:
         principal_of(request, auth)
         inst = gateway.instance(instance_of(request))
