@@ -356,6 +356,8 @@ class Gateway(ControlPlane):
             changelog_id_before=before if ran else None,  # the write window of GET /changes
             duration_ms=(perf_counter() - started) * 1000,
             trigger_id=trigger_id,
+            # encode_result proved a successful result clean: not encoded a second time.
+            result_text=text if error is None and ran else None,
         )
         result = CallResult(
             ok=error is None,
