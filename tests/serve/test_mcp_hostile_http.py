@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import textwrap
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +24,6 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from agentenv import Environment, Gateway
-from agentenv.serve import make_server
 
 ENV_YAML = """\
 apiVersion: agentenv/v1
@@ -118,31 +114,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
     return Environment.load(folder)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _serving(gateway: Gateway, **options: Any) -> Iterator[str]:
-    port = _free_port()
-    server = make_server(gateway, host="127.0.0.1", port=port, **options)
-    thread = threading.Thread(target=server.run, name=f"mcp-hostile-{port}", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while not server.started:
-            assert thread.is_alive(), "the server thread died during startup"
-            assert time.monotonic() < deadline, f"the server did not start within {WAIT_S} s"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=WAIT_S)
-        assert not thread.is_alive(), f"the server did not stop within {WAIT_S} s"
-
-
 @dataclass
 class Served:
     url: str
@@ -154,18 +125,18 @@ class Served:
 
 
 @pytest.fixture
-def served(env: Environment) -> Iterator[Served]:
+def served(env: Environment, live_server: Callable[..., Any]) -> Iterator[Served]:
     """A fresh gateway in trusted local mode."""
     gateway = Gateway(env)
-    with _serving(gateway) as url:
+    with live_server(gateway) as url:
         yield Served(url, gateway)
 
 
 @pytest.fixture
-def tokened(env: Environment) -> Iterator[Served]:
+def tokened(env: Environment, live_server: Callable[..., Any]) -> Iterator[Served]:
     """A fresh gateway with tokens: `s1` is an agent, `s2` the admin."""
     gateway = Gateway(env)
-    with _serving(gateway, tokens={"s1": "agent", "s2": "admin"}) as url:
+    with live_server(gateway, tokens={"s1": "agent", "s2": "admin"}) as url:
         yield Served(url, gateway)
 
 
