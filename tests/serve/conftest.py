@@ -308,3 +308,61 @@ def _http_client(base_url: str, **options: Any) -> httpx.Client:
 def http_client() -> Callable[..., httpx.Client]:
     """`with http_client(url) as c:` a client of a real server, checked like the others."""
     return _http_client
+
+
+# -- the notes environment of the hostile-input MCP modules (HTTP and stdio) -------------
+
+NOTES_ENV_YAML = """\
+apiVersion: agentenv/v1
+kind: Environment
+name: mcp-hostile
+roles:
+  - name: agent
+  - name: supervisor
+default_role: agent
+state:
+  notes:
+    key: id
+seed:
+  notes:
+    - {id: N-1, text: first}
+tools:
+  - module: tools.py
+"""
+
+NOTES_TOOLS_PY = '''\
+from agentenv import ToolContext, tool
+
+
+@tool(kind="read")
+def get_note(ctx: ToolContext, note_id: str) -> dict:
+    """Read one note."""
+    return ctx.state.require("notes", note_id)
+
+
+@tool
+def add_note(ctx: ToolContext, note_id: str, text: str) -> dict:
+    """Add a note."""
+    return ctx.state.insert("notes", {"id": note_id, "text": text})
+
+
+@tool(roles=["supervisor"])
+def purge(ctx: ToolContext, note_id: str) -> dict:
+    """Delete a note (supervisors only)."""
+    ctx.state.delete("notes", note_id)
+    return {"deleted": note_id}
+
+
+@tool
+def keep(ctx: ToolContext, payload: dict) -> dict:
+    """Store any JSON object as note K, and answer it back."""
+    ctx.state.insert("notes", {"id": "K", "payload": payload})
+    return payload
+'''
+
+
+@pytest.fixture(scope="session")
+def notes_env_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small notes environment: a read tool, a write tool, a supervisor-only tool, and
+    `keep`, which stores and answers back any JSON object (for hostile values)."""
+    return write_env(tmp_path_factory.mktemp("notes-env"), NOTES_ENV_YAML, NOTES_TOOLS_PY)

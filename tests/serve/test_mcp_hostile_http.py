@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import textwrap
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,54 +24,6 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from agentenv import Environment, Gateway
-
-ENV_YAML = """\
-apiVersion: agentenv/v1
-kind: Environment
-name: mcp-hostile
-roles:
-  - name: agent
-  - name: supervisor
-default_role: agent
-state:
-  notes:
-    key: id
-seed:
-  notes:
-    - {id: N-1, text: first}
-tools:
-  - module: tools.py
-"""
-
-TOOLS_PY = '''\
-from agentenv import ToolContext, tool
-
-
-@tool(kind="read")
-def get_note(ctx: ToolContext, note_id: str) -> dict:
-    """Read one note."""
-    return ctx.state.require("notes", note_id)
-
-
-@tool
-def add_note(ctx: ToolContext, note_id: str, text: str) -> dict:
-    """Add a note."""
-    return ctx.state.insert("notes", {"id": note_id, "text": text})
-
-
-@tool(roles=["supervisor"])
-def purge(ctx: ToolContext, note_id: str) -> dict:
-    """Delete a note (supervisors only)."""
-    ctx.state.delete("notes", note_id)
-    return {"deleted": note_id}
-
-
-@tool
-def keep(ctx: ToolContext, payload: dict) -> dict:
-    """Store any JSON object as note K, and answer it back."""
-    ctx.state.insert("notes", {"id": "K", "payload": payload})
-    return payload
-'''
 
 MODES = ["auto", "legacy"]
 META_ROLE = "agentenv.io/role"
@@ -107,11 +59,8 @@ def era_meta(era: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
-    folder = tmp_path_factory.mktemp("mcp-hostile")
-    (folder / "env.yaml").write_text(textwrap.dedent(ENV_YAML), encoding="utf-8")
-    (folder / "tools.py").write_text(TOOLS_PY, encoding="utf-8")
-    return Environment.load(folder)
+def env(notes_env_dir: Path) -> Environment:
+    return Environment.load(notes_env_dir)
 
 
 @dataclass

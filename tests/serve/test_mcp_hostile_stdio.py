@@ -17,7 +17,6 @@ import os
 import queue
 import subprocess
 import sys
-import textwrap
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -26,54 +25,6 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 
-ENV_YAML = """\
-apiVersion: agentenv/v1
-kind: Environment
-name: mcp-hostile-stdio
-roles:
-  - name: agent
-  - name: supervisor
-default_role: agent
-state:
-  notes:
-    key: id
-seed:
-  notes:
-    - {id: N-1, text: first}
-tools:
-  - module: tools.py
-"""
-
-TOOLS_PY = '''\
-from agentenv import ToolContext, tool
-
-
-@tool(kind="read")
-def get_note(ctx: ToolContext, note_id: str) -> dict:
-    """Read one note."""
-    return ctx.state.require("notes", note_id)
-
-
-@tool
-def add_note(ctx: ToolContext, note_id: str, text: str) -> dict:
-    """Add a note."""
-    return ctx.state.insert("notes", {"id": note_id, "text": text})
-
-
-@tool(roles=["supervisor"])
-def purge(ctx: ToolContext, note_id: str) -> dict:
-    """Delete a note (supervisors only)."""
-    ctx.state.delete("notes", note_id)
-    return {"deleted": note_id}
-
-
-@tool
-def keep(ctx: ToolContext, payload: dict) -> dict:
-    """Store any JSON object as note K, and answer it back."""
-    ctx.state.insert("notes", {"id": "K", "payload": payload})
-    return payload
-'''
-
 MODES = ["auto", "legacy"]
 META_ROLE = "agentenv.io/role"
 WAIT_S = 30
@@ -81,11 +32,8 @@ SERVE = [sys.executable, "-c", "from agentenv.cli import main; main()"]
 
 
 @pytest.fixture(scope="module")
-def env_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("mcp-hostile-stdio")
-    (folder / "env.yaml").write_text(textwrap.dedent(ENV_YAML), encoding="utf-8")
-    (folder / "tools.py").write_text(TOOLS_PY, encoding="utf-8")
-    return folder
+def env_dir(notes_env_dir: Path) -> Path:
+    return notes_env_dir
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:
