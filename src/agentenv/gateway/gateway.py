@@ -470,7 +470,11 @@ def _too_deep(args: dict[str, Any]) -> str | None:
             path = value_depth_path(args)
             if path is None:
                 return None
-            return f"{'.'.join(map(str, path))}: {depth_message()}"
+            parts = list(map(str, path))
+            where = ".".join(parts)
+            if len(parts) > 12:  # a path 64 levels deep says no more than its ends do
+                where = f"{'.'.join(parts[:6])}...{'.'.join(parts[-3:])}"
+            return f"{where}: {depth_message()}"
     return None
 
 
