@@ -50,16 +50,23 @@ def authority_name(authority: bytes) -> bytes | None:
         rest = sep + port
     if rest and not (rest[:1] == b":" and rest[1:].isdigit()):
         return None
+    if name.endswith(b".") and not name.startswith(b"["):
+        name = name[:-1]  # `localhost.`: the fully qualified form of the same name
     if not name or b"@" in name or b"/" in name:
         return None
     return name
 
 
+# `application/json-rpc` is what some JSON-RPC clients send to the data plane; like every
+# non-safelisted type, a browser must ask (CORS preflight) before sending it cross-site.
+_JSON_MEDIA = frozenset({b"application/json", b"application/json-rpc"})
+
+
 def is_json_type(content_type: bytes) -> bool:
-    """Whether a Content-Type is JSON: `application/json` or `application/*+json`, any
-    parameters (`; charset=utf-8`)."""
+    """Whether a Content-Type is JSON: `application/json`, `application/json-rpc` or
+    `application/*+json`, any parameters (`; charset=utf-8`)."""
     media = content_type.split(b";", 1)[0].strip().lower()
-    if media == b"application/json":
+    if media in _JSON_MEDIA:
         return True
     return media.startswith(b"application/") and media.endswith(b"+json") and len(media) > 17
 
@@ -94,9 +101,9 @@ def _shown(value: bytes) -> str:
 class RequestGuard:
     """Refuses cross-site and DNS-rebinding requests before they reach a route.
 
-    `loopback`: the server listens on loopback only, so `Host` is checked. `trusted`: the
-    server runs in trusted local mode (no tokens), so foreign `Origin`s are refused; with
-    tokens the bearer is what protects, and a page has none. Header scan only: no body is
+    `loopback` and `trusted` (a loopback bind in trusted local mode, no tokens): `Host` is
+    checked and foreign `Origin`s are refused. With tokens the bearer is what protects: a
+    page has none, and a reverse proxy may pass on its own `Host`. Header scan only: no body is
     read, nothing is parsed unless a header is wrong.
     """
 
@@ -122,7 +129,9 @@ class RequestGuard:
         check_type = scope["method"] in _BODY_METHODS
         for name, value in scope["headers"]:
             if name == b"host":
-                if self.loopback and value not in self._loopback_hosts:
+                # Rebinding matters only where the role header is taken at its word: with
+                # tokens a page has no bearer, and proxies may send their own Host.
+                if self.loopback and self.trusted and value not in self._loopback_hosts:
                     host = authority_name(value)
                     if host in LOOPBACK_NAMES:
                         if len(self._loopback_hosts) < _KNOWN_HOSTS:
