@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -430,6 +431,35 @@ def test_a_long_trajectory_spills_and_reads_back_the_same(small_window: int) -> 
     assert traj.record_at_event(events) == 100
     with pytest.raises(IndexError):
         traj[100]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_spilling_leaves_the_parents_trajectory_whole(small_window: int) -> None:
+    # Parent and child inherit one spill file; the child spilling after the parent must not
+    # write over the parent's chunks (nor the parent over the child's).
+    traj = Trajectory()
+    made = _mixed(traj, 40)
+    assert traj.spilled > 0
+    go_read, go_write = os.pipe()
+    done_read, done_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait for the parent to spill, then spill other records
+        ok = False
+        try:
+            os.read(go_read, 1)
+            child = made + [_append(traj, tool="child", args={"i": i}) for i in range(60)]
+            ok = list(traj) == child
+        finally:
+            os.write(done_write, b"1" if ok else b"0")
+            os._exit(0)
+    ours = made + _mixed(traj, 60)
+    os.write(go_write, b"x")
+    child_ok = os.read(done_read, 1)
+    os.waitpid(pid, 0)
+    for fd in (go_read, go_write, done_read, done_write):
+        os.close(fd)
+    assert child_ok == b"1"
+    assert list(traj) == ours
 
 
 def test_spilled_times_come_back_exactly(small_window: int) -> None:

@@ -12,7 +12,9 @@ chunk, its first record's seq, its first event's number, and where its bytes lie
 dozen bytes per chunk, so a trajectory of millions of records holds kilobytes of index.
 Reads and writes are serialised by one lock (a chunk is read whole, a few hundred KB), and
 name their offsets (`os.pread`/`os.pwrite` where the OS has them), so a forked child that
-inherited the file cannot move a shared file position under the parent.
+inherited the file cannot move a shared file position under the parent. A child's first
+spill copies the file into one of its own, so parent and child never write at the same
+offsets of one shared file.
 """
 
 from __future__ import annotations
@@ -30,11 +32,22 @@ SPILL_PREFIX = "agentenv-trajectory-"
 class SpillFile:
     """The spilled chunks of one trajectory, in order; append-only."""
 
-    __slots__ = ("_file", "_io", "end", "first_event", "first_seq", "offset", "size", "stop_seq")
+    __slots__ = (
+        "_file",
+        "_io",
+        "_pid",
+        "end",
+        "first_event",
+        "first_seq",
+        "offset",
+        "size",
+        "stop_seq",
+    )
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile(prefix=SPILL_PREFIX)  # noqa: SIM115 - held for life
         self._io = threading.Lock()
+        self._pid = os.getpid()
         self.size = 0
         self.first_seq = array("q")
         """Per chunk: the seq of its first record."""
@@ -50,6 +63,8 @@ class SpillFile:
     def add(self, lines: bytes, *, count: int, first_seq: int, first_event: int) -> None:
         """Append one chunk: the `count` records from `first_seq` on, as the trajectory
         packed them."""
+        if self._pid != os.getpid():
+            self._own_copy()
         with self._io:
             _write_at(self._file, lines, self.size)
         self.offset.append(self.size)
@@ -77,6 +92,18 @@ class SpillFile:
         with self._io:
             data = _read_at(self._file, start, end - start)
         return data
+
+    def _own_copy(self) -> None:
+        # In a forked child: the inherited file is the parent's too, and both would append
+        # at the same offsets. Copy what the child knows of into a file of its own. The
+        # lock is new as well: another thread of the parent may have held it at the fork.
+        copy = tempfile.TemporaryFile(prefix=SPILL_PREFIX)  # noqa: SIM115 - held for life
+        done = 0
+        while done < self.size:
+            part = _read_at(self._file, done, min(self.size - done, 1 << 20))
+            _write_at(copy, part, done)
+            done += len(part)
+        self._file, self._io, self._pid = copy, threading.Lock(), os.getpid()
 
     def close(self) -> None:
         """Remove the file now."""
