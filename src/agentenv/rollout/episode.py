@@ -158,19 +158,32 @@ async def run_episode(
         )
     except Exception as exc:  # what the episode left cannot make a record: say so, go on
         ended = f" (the episode ended {status})"
-        return EpisodeRecord(
-            episode_id=episode.id,
-            status="error",
-            task=episode.task,
-            agent=episode.agent,
-            seed=episode.seed,
-            repeat=episode.repeat,
-            error=safe_text(f"the episode's record cannot be built: {error_text(exc)}{ended}"),
-            started_at=started,
-            ended_at=_now(),
-            duration_s=duration,
-            worker=WORKER,
-        )
+        reason = safe_text(f"the episode's record cannot be built: {error_text(exc)}{ended}")
+        return error_record(episode, reason, started_at=started, duration_s=duration)
+
+
+def error_record(
+    episode: PlannedEpisode,
+    reason: str,
+    *,
+    started_at: datetime | None = None,
+    duration_s: float = 0.0,
+) -> EpisodeRecord:
+    """The record of an episode that ended in an error outside its task (its record could
+    not be built, its worker died): status `error`, the reason, and nothing it produced."""
+    return EpisodeRecord(
+        episode_id=episode.id,
+        status="error",
+        task=episode.task,
+        agent=episode.agent,
+        seed=episode.seed,
+        repeat=episode.repeat,
+        error=reason,
+        started_at=started_at or _now(),
+        ended_at=_now(),
+        duration_s=duration_s,
+        worker=WORKER,
+    )
 
 
 def _build_record(

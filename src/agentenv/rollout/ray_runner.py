@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentenv.rollout.episode import WORKER, EnvironmentCache, run_episodes
+from agentenv.rollout.episode import WORKER, EnvironmentCache, error_record, run_episodes
 from agentenv.rollout.local import DEFAULT_TIMEOUT, BaseRunner, RolloutSummary
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode, RolloutPlan
 from agentenv.rollout.store import EpisodeRecord, RolloutStore
@@ -127,26 +127,6 @@ def _batches(episodes: Iterator[PlannedEpisode], size: int) -> Iterator[list[Pla
     it = iter(episodes)
     while batch := list(itertools.islice(it, size)):
         yield batch
-
-
-def failed_record(episode: PlannedEpisode, reason: str) -> EpisodeRecord:
-    """The record of an episode lost with its worker (status `error`)."""
-    from datetime import UTC, datetime
-
-    now = datetime.now(UTC)
-    return EpisodeRecord(
-        episode_id=episode.id,
-        status="error",
-        task=episode.task,
-        agent=episode.agent,
-        seed=episode.seed,
-        repeat=episode.repeat,
-        error=reason,
-        started_at=now,
-        ended_at=now,
-        duration_s=0.0,
-        worker=WORKER,
-    )
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -370,7 +350,7 @@ class RayRunner(BaseRunner):
 
         def lost(batch: list[PlannedEpisode], reason: str) -> None:
             for episode in batch:
-                self._record(failed_record(episode, reason))
+                self._record(error_record(episode, reason))
 
         def died(slot: _Slot, exc: Exception) -> None:
             """Settle every call of the dead worker, oldest first; put a fresh one in."""
