@@ -12,12 +12,13 @@ call the instance's tools; the provoking call still waits for the firing to end.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentenv.env.tool import SYSTEM, Principal
+from agentenv.gateway.instance import SharedLock
 from agentenv.gateway.trigger_model import Firing, TriggerError
 from agentenv.gateway.trigger_rules import (
     MISSING,
@@ -374,3 +375,19 @@ class Firer:
         finally:
             if held:
                 await _relock(inst.lock)
+
+
+    async def tick(self, instances: Mapping[str, Instance]) -> None:
+        """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
+        for inst in list(instances.values()):
+            lock = inst.lock
+            busy = lock.locked() or (isinstance(lock, SharedLock) and lock.sharers > 0)
+            if inst.clock.armed and not busy:  # a busy instance fires after its calls
+                async with lock:
+                    await self.fire_due(inst)
+
+    async def run_ticker(self, instances: Mapping[str, Instance], period: float) -> None:
+        """`tick` every `period` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(period)
+            await self.tick(instances)

@@ -451,12 +451,12 @@ class Gateway(ControlPlane):
 
     async def tick(self) -> None:
         """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
-        for inst in list(self._instances.values()):
-            lock = inst.lock
-            busy = lock.locked() or (isinstance(lock, SharedLock) and lock.sharers > 0)
-            if inst.clock.armed and not busy:  # a busy instance fires after its calls
-                async with lock:
-                    await self._firer.fire_due(inst)
+        await self._firer.tick(self._instances)
+
+    async def run_ticker(self, period: float = 0.25) -> None:
+        """Fire time triggers as they come due, until cancelled: what a server runs in the
+        background for wall-clock instances. `period` bounds how late a firing may be."""
+        await self._firer.run_ticker(self._instances, period)
 
 
 _CONTAINERS = (dict, list)

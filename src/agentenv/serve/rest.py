@@ -364,12 +364,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async def ticker() -> None:
-            while True:
-                await asyncio.sleep(tick_seconds)
-                await gateway.tick()
-
-        task = asyncio.create_task(ticker())
+        task = asyncio.create_task(gateway.run_ticker(tick_seconds))
         async with contextlib.AsyncExitStack() as stack:
             for extra in lifespans:
                 await stack.enter_async_context(extra(app))
