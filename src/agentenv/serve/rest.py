@@ -45,6 +45,7 @@ from agentenv.serve.card import (
 )
 from agentenv.serve.history import history_router
 from agentenv.serve.openapi import data_plane_doc, openapi_schema, operation_doc
+from agentenv.serve.ws import websocket_routes
 from agentenv.spec.card import Interface
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.spec.wire import (
@@ -438,6 +439,7 @@ def create_app(
         return _json({"dropped": instance_id})
 
     install_error_handlers(app)
+    app.router.routes.extend(websocket_routes(gateway, auth))
     if mcp_http is not None:
         app.router.routes.extend(mcp_http.routes())
     app.openapi = lambda: openapi_schema(  # type: ignore[method-assign]
