@@ -7,6 +7,7 @@ duration, so a run is reproducible to the second. Reading never advances time.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -77,6 +78,9 @@ class VirtualClock:
         self._t0: datetime | None = None
         self._real0 = 0.0
         self.start: datetime | None = None
+        # Bumped whenever the mapping from real to virtual time changes (set, advance,
+        # clear), so the Firer knows when a wall-clock due time must be worked out again.
+        self.epoch = 0
 
     @classmethod
     def from_spec(cls, spec: ClockSpec) -> VirtualClock:
@@ -91,17 +95,77 @@ class VirtualClock:
         """Whether the clock has been set."""
         return self._t0 is not None
 
+    @property
+    def real_time(self) -> Callable[[], float]:
+        """The real-time source (seconds, `time.monotonic` unless given) wall mode runs on."""
+        return self._real
+
+    @real_time.setter
+    def real_time(self, source: Callable[[], float]) -> None:
+        self._real = source
+        self.epoch += 1
+
+    @property
+    def moves_by_itself(self) -> bool:
+        """Whether virtual time moves while nobody touches the clock (armed, wall mode, a
+        rate above 0): only then can a trigger come due with no call or control op."""
+        return self._t0 is not None and self.mode == "wall" and self.rate > 0
+
     def now(self) -> datetime | None:
         """The virtual time now, or None if the clock is not armed."""
         if self._t0 is None:
             return None
         if self.mode == "stepped" or self.rate == 0:
             return self._t0
-        elapsed = (self._real() - self._real0) * self.rate
+        return self._at(self._real())
+
+    def _at(self, real: float) -> datetime:
+        """Wall mode: the virtual time when the real-time source reads `real`."""
+        assert self._t0 is not None
+        elapsed = (real - self._real0) * self.rate
         try:
             return self._t0 + timedelta(seconds=elapsed)
         except OverflowError:  # saturate, as advance() does
             return datetime.max.replace(tzinfo=UTC)
+
+    def real_at(self, moment: datetime) -> float | None:
+        """The first reading of the real-time source at which `now()` is at least `moment`,
+        for a clock that `moves_by_itself`; None for one that does not, or never gets there.
+
+        Exact to one float step (`now()` rounds to the microsecond, so the plain quotient
+        may land on either side of it), so that a due time worked out from it is never a
+        step early nor late: the ticker then fires at exactly the readings a full sweep would.
+        """
+        if not self.moves_by_itself:
+            return None
+        assert self._t0 is not None
+        seconds = (moment - self._t0).total_seconds()
+        if seconds <= 0:
+            return self._real0
+        # now() rounds to the nearest microsecond: it reaches `moment` half a virtual
+        # microsecond early. Bracket that reading within a few float steps, then bisect.
+        guess = self._real0 + (seconds - 5e-7) / self.rate
+        if not math.isfinite(guess):
+            return None
+        hi, lo = guess, guess
+        step = 4 * math.ulp(guess)
+        for _ in range(200):
+            if self._at(hi) >= moment:
+                break
+            hi, step = hi + step, step * 2
+        else:
+            return None  # not reached: never that far past the guess
+        step = 4 * math.ulp(guess)
+        while lo > self._real0 and self._at(lo) >= moment:
+            lo, step = max(lo - step, self._real0), step * 2
+        while True:  # _at(lo) < moment <= _at(hi)
+            mid = lo + (hi - lo) / 2
+            if not lo < mid < hi:
+                return hi
+            if self._at(mid) >= moment:
+                hi = mid
+            else:
+                lo = mid
 
     def require(self) -> datetime:
         """The virtual time now; ClockNotArmed if the clock is not armed."""
@@ -130,6 +194,7 @@ class VirtualClock:
         self._t0 = virtual_time.astimezone(UTC)
         self._real0 = self._real()
         self.start = self._t0
+        self.epoch += 1
 
     def advance(self, delta: timedelta) -> None:
         """Move virtual time forward (a tool's duration, or a test skipping ahead).
@@ -141,11 +206,13 @@ class VirtualClock:
                 self._t0 += delta
             except OverflowError:
                 self._t0 = datetime.max.replace(tzinfo=UTC)
+            self.epoch += 1
 
     def clear(self) -> None:
         """Disarm the clock."""
         self._t0 = None
         self.start = None
+        self.epoch += 1
 
     def state(self) -> ClockState:
         """The clock as `GET /clock/state` shows it."""

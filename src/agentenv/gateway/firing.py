@@ -7,6 +7,13 @@ executor agent through the gateway's `nl_sender`, which the layers above install
 A2A one lives in `agents.a2a.nl`; the gateway knows nothing of agents). While an `nl`
 action waits for its executor, the instance's lock is released, so the executor can
 call the instance's tools; the provoking call still waits for the firing to end.
+
+Time triggers of a wall clock come due with nobody calling: the Firer's `Ticker`
+(gateway.ticker) keeps a heap of the real times at which instances next have something due
+and visits only those, so an idle gateway does no work per live instance. Every `fire_due`
+(on the call path, after clock and trigger control ops, and on each visit) ends by handing
+the instance back to the schedule (`Ticker.schedule`); an unchanged due time costs a
+comparison there. The ticker module's docstring and docs/gateway.md say how it works.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentenv.env.tool import SYSTEM, Principal
-from agentenv.gateway.instance import SharedLock
+from agentenv.gateway.ticker import Ticker
 from agentenv.gateway.trigger_model import Firing, TriggerError
 from agentenv.gateway.trigger_rules import (
     MISSING,
@@ -108,6 +115,8 @@ class Firer:
 
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
+        self.ticker = Ticker(self.fire_due)
+        """When each instance next has a time trigger or queued firing due (gateway.ticker)."""
 
     def register(self, inst: Instance, registration: TriggerRegistration) -> RegisterResult:
         """Check the registration against the environment, then add it (all or nothing)."""
@@ -137,7 +146,7 @@ class Firer:
                 for j, step in enumerate(action.verify or ()):
                     known(step.tool, f"actions[{i}].verify[{j}].tool", trigger.id)
         try:
-            return inst.triggers.register(
+            result = inst.triggers.register(
                 registration,
                 inst.clock.now(),
                 inst.clock.start,
@@ -147,14 +156,19 @@ class Firer:
             )
         except TriggerError as exc:
             raise GatewayError(str(exc)) from None
+        self.ticker.schedule(inst)
+        return result
 
     def remove(self, inst: Instance, ids: list[str] | None) -> list[str]:
         """Remove some triggers (unknown ids are ignored; returns those removed), or clear
         them all, with the watch roles, executors and firing log (`ids` None)."""
         if ids is None:
             inst.triggers.clear()
-            return []
-        return inst.triggers.remove(ids, inst.clock.now())
+            removed: list[str] = []
+        else:
+            removed = inst.triggers.remove(ids, inst.clock.now())
+        self.ticker.schedule(inst)
+        return removed
 
     async def after_call(
         self, inst: Instance, principal: Principal, tool: str, args: dict[str, Any], result: Any
@@ -179,9 +193,11 @@ class Firer:
             await self.fire(inst, firing)
 
     async def fire_due(self, inst: Instance) -> None:
-        """Fire queued and time triggers whose moment has come."""
+        """Fire queued and time triggers whose moment has come, then schedule the next
+        visit (if the clock can bring one due by itself)."""
         for firing in inst.triggers.due(inst.clock.now(), inst.clock.start):
             await self.fire(inst, firing)
+        self.ticker.schedule(inst)
 
     def _check(
         self,
@@ -376,18 +392,11 @@ class Firer:
             if held:
                 await _relock(inst.lock)
 
-
-    async def tick(self, instances: Mapping[str, Instance]) -> None:
-        """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
-        for inst in list(instances.values()):
-            lock = inst.lock
-            busy = lock.locked() or (isinstance(lock, SharedLock) and lock.sharers > 0)
-            if inst.clock.armed and not busy:  # a busy instance fires after its calls
-                async with lock:
-                    await self.fire_due(inst)
+    async def tick(self, instances: Mapping[str, Instance]) -> int:
+        """Fire what has come due by wall time: visits only the instances of `instances`
+        (the gateway's live ones) with something due; returns how many were visited."""
+        return await self.ticker.tick(instances)
 
     async def run_ticker(self, instances: Mapping[str, Instance], period: float) -> None:
-        """`tick` every `period` seconds, until cancelled."""
-        while True:
-            await asyncio.sleep(period)
-            await self.tick(instances)
+        """Fire time triggers as they come due until cancelled, at most `period` s late."""
+        await self.ticker.run_ticker(instances, period)

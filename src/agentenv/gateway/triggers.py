@@ -81,10 +81,16 @@ class TriggerEngine:
         self._by_tool: dict[str, list[ArmedTrigger]] = {}
         self._unless_tools: set[str] = set()
         self._timed = False  # any time trigger registered; lets `due` skip its scan
+        self._time_triggers: list[ArmedTrigger] = []
         self._watch_roles: list[str] | None = None
         self._watch_set = False
         self._fixed: set[str | None] = set()  # executor names set for good
         self.executors: dict[str | None, Executor] = {}  # the unnamed one under None
+        # The Firer's schedule slot for this instance (gateway.firing): the generation of
+        # its live entry in the due-time heap (0: none) and what that entry was worked out
+        # from, so an unchanged due time costs no push.
+        self.tick_gen = 0
+        self.tick_key: tuple[datetime, int] | None = None
 
     # -- registration ---------------------------------------------------------------------
 
@@ -168,7 +174,10 @@ class TriggerEngine:
 
     def _reindex(self) -> None:
         self._by_tool = {}
-        self._timed = any(isinstance(t.spec.when, TimeWhen) for t in self._triggers.values())
+        self._time_triggers = [
+            t for t in self._triggers.values() if isinstance(t.spec.when, TimeWhen)
+        ]
+        self._timed = bool(self._time_triggers)
         self._unless_tools = set()
         for trigger in self._triggers.values():
             when = trigger.spec.when
@@ -345,6 +354,23 @@ class TriggerEngine:
         heapq.heappush(self._queue, (due, next(self._counter), rest))
         extra = {"action_index": index, "until": iso(due)}
         self.log(firing.trigger.id, kind, now, f"actions[{index}] waits until {iso(due)}", **extra)
+
+    def next_mark(self) -> datetime | None:
+        """The earliest virtual moment at which `due` has something to hand out (a queued
+        firing, an armed time trigger's next mark, or its retirement past `until`); None
+        when nothing waits for the clock.
+
+        A time trigger armed with no mark yet is left out: it has one once the clock is
+        armed (`rearmed`), unless its anchor has not fired (that firing sets it) or its
+        first moment lies past the end of time (it never comes due)."""
+        mark = self._queue[0][0] if self._queue else None
+        for trigger in self._time_triggers:
+            moment = trigger.next_due
+            if moment is None or trigger.status != "armed":
+                continue
+            if mark is None or moment < mark:
+                mark = moment
+        return mark
 
     def due(self, now: datetime | None, clock_start: datetime | None = None) -> list[Firing]:
         """Queued and time firings whose moment has come, in time order."""
