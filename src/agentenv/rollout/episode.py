@@ -1,50 +1,76 @@
 """Running one episode of a plan: environments loaded once per plan, one task run per
-episode in its own instances, and the record the store keeps."""
+episode in its own instances, and the record the store keeps.
+
+What does not change from one episode to the next is made once per plan and shared (the
+`EnvironmentCache`): loaded environments, each task's checked steps per seed (an episode
+gets fresh Step objects around the checked fields), each tool's JSON form for the records.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
+import json
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agentenv.env.environment import Environment
-from agentenv.env.tool import Principal
 from agentenv.rollout.jsonsafe import describe_problem, error_text, safe_text
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode
+from agentenv.rollout.records import Finished, ToolDumps, build_record, record_line
 from agentenv.rollout.store import (
     NOT_SERIALISABLE,
     EpisodeRecord,
-    PromptEntry,
+    record_json,
     stand_in_record,
 )
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.task import fill_placeholders
 from agentenv.tasks.bundle import Task
-from agentenv.tasks.context import TaskContext
-from agentenv.tasks.run_folder import trajectory_rows
 from agentenv.tasks.runner import TaskError, TaskRunner, build_steps
-from agentenv.tasks.step import StepError
+from agentenv.tasks.step import Step, StepError
 
 # -- environments, loaded once per plan ---------------------------------------------------
 
 
 class EnvironmentCache:
-    """Loaded environments by path, shared by every episode of a plan (and a Ray worker).
+    """What every episode of a plan shares (in this process, a Ray worker or a worker
+    process): loaded environments by path, each task's checked steps per seed, and each
+    tool's JSON form (`tools`).
 
     A document that fails to load is remembered too, so every episode that deploys it
-    fails with the same message without reading it again.
+    fails with the same message without reading it again; so is a task whose steps do not
+    check (each episode raises the same TaskError).
     """
 
     def __init__(self) -> None:
         self._loaded: dict[Path, Environment | DocumentError] = {}
         self._refs: dict[tuple[Path | None, Path, str], Environment] = {}
+        self._steps: dict[tuple[int, str], tuple[Task, list[Step] | TaskError]] = {}
+        self.tools = ToolDumps()
+
+    def steps_for(self, task: Task, seed: dict[str, Any]) -> list[Step]:
+        """`build_steps(task.spec, seed)`, checked once per task and seed: fresh Step
+        objects (steps may keep per-run state on themselves) around the checked fields
+        (shared: a step must not change its `params`)."""
+        key = (id(task), json.dumps(seed, sort_keys=True, default=repr))
+        found = self._steps.get(key)
+        if found is None or found[0] is not task:
+            built: list[Step] | TaskError
+            try:
+                built = build_steps(task.spec, seed)
+            except TaskError as exc:
+                built = exc
+            found = self._steps[key] = (task, built)
+        built = found[1]
+        if isinstance(built, TaskError):
+            raise TaskError(str(built), built.problems)
+        return [_fresh(step) for step in built]
 
     def load(self, path: Path) -> Environment:
         """The environment at `path` (a document or its folder), loaded once."""
@@ -105,6 +131,13 @@ class EnvironmentCache:
         return len(self._loaded)
 
 
+def _fresh(step: Step) -> Step:
+    """A new Step of the same type around the same checked spec and fields."""
+    new = type(step)(step.spec, step.params)
+    new.ignored = list(step.ignored)
+    return new
+
+
 # -- one episode --------------------------------------------------------------------------
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -117,18 +150,15 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-async def run_episode(
+async def _run(
     task: Task,
     agent: PlanAgent,
     episode: PlannedEpisode,
-    *,
-    envs: EnvironmentCache | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    record_tools: bool = True,
-) -> EpisodeRecord:
-    """Run one episode and return its record; never raises for the episode's own failure
-    (an exception, a hang past `timeout`). Cancellation propagates (nothing is recorded)."""
-    envs = envs if envs is not None else EnvironmentCache()
+    envs: EnvironmentCache,
+    timeout: float | None,
+) -> Finished:
+    """Run one episode's task; what it left, for its record. Never raises for the
+    episode's own failure (an exception, a hang past `timeout`); cancellation propagates."""
     started, t0 = _now(), time.perf_counter()
     ctx = task.context(agent_factory=lambda request: agent.make(), seed=dict(episode.seed))
     ctx.env_resolver = envs.resolver(task)
@@ -137,7 +167,7 @@ async def run_episode(
     status: str
     error: str | None = None
     try:
-        runner = TaskRunner(task.spec, ctx, build_steps(task.spec, ctx.seed))
+        runner = TaskRunner(task.spec, ctx, envs.steps_for(task, ctx.seed))
         if timeout:
             result = await asyncio.wait_for(runner.run(), timeout)
         else:
@@ -152,14 +182,53 @@ async def run_episode(
     except Exception as exc:  # the episode's own bug: recorded, the rollout goes on
         status, error = "error", f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - t0
+    return Finished(ctx, runner, result, episode, status, error, started, duration, WORKER)
+
+
+def _unbuildable(done: Finished, exc: Exception) -> EpisodeRecord:
+    ended = f" (the episode ended {done.status})"
+    reason = safe_text(f"the episode's record cannot be built: {error_text(exc)}{ended}")
+    return error_record(done.episode, reason, started_at=done.started, duration_s=done.duration)
+
+
+async def run_episode(
+    task: Task,
+    agent: PlanAgent,
+    episode: PlannedEpisode,
+    *,
+    envs: EnvironmentCache | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    record_tools: bool = True,
+) -> EpisodeRecord:
+    """Run one episode and return its record; never raises for the episode's own failure
+    (an exception, a hang past `timeout`). Cancellation propagates (nothing is recorded)."""
+    envs = envs if envs is not None else EnvironmentCache()
+    done = await _run(task, agent, episode, envs, timeout)
     try:
-        return _build_record(
-            ctx, runner, result, episode, status, error, started, duration, record_tools
-        )
+        return build_record(done, record_tools=record_tools, tools=envs.tools)
     except Exception as exc:  # what the episode left cannot make a record: say so, go on
-        ended = f" (the episode ended {status})"
-        reason = safe_text(f"the episode's record cannot be built: {error_text(exc)}{ended}")
-        return error_record(episode, reason, started_at=started, duration_s=duration)
+        return _unbuildable(done, exc)
+
+
+async def run_episode_line(
+    task: Task,
+    agent: PlanAgent,
+    episode: PlannedEpisode,
+    *,
+    envs: EnvironmentCache | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    record_tools: bool = True,
+) -> tuple[str, str]:
+    """`run_episode`, serialised: (status, the record's JSON line) as the store writes it
+    (`record_json(await run_episode(...))`, made without the intermediate record; see
+    `rollout.records`)."""
+    envs = envs if envs is not None else EnvironmentCache()
+    done = await _run(task, agent, episode, envs, timeout)
+    try:
+        return record_line(done, record_tools=record_tools, tools=envs.tools)
+    except Exception as exc:
+        line, written = record_json(_unbuildable(done, exc))
+        return written.status, line
 
 
 def error_record(
@@ -186,136 +255,11 @@ def error_record(
     )
 
 
-def _build_record(
-    ctx: TaskContext,
-    runner: TaskRunner | None,
-    result: Any,
-    episode: PlannedEpisode,
-    status: str,
-    error: str | None,
-    started: datetime,
-    duration: float,
-    record_tools: bool,
-) -> EpisodeRecord:
-    """The record of a finished episode: its result, steps, prompts, tools, trajectory."""
-    if result is not None:
-        passed, score = result.passed, result.score
-        scores = dict(result.scores)
-        steps = [s.model_dump(mode="json") for s in result.steps]
-    else:
-        passed, score, scores = False, None, dict(ctx.scores)
-        steps = [r.model_dump(mode="json") for r in runner.records.values()] if runner else []
-    trajectory = trajectory_rows(ctx)
-    return EpisodeRecord(
-        episode_id=episode.id,
-        status=status,  # type: ignore[arg-type]
-        task=episode.task,
-        agent=episode.agent,
-        seed=episode.seed,
-        repeat=episode.repeat,
-        passed=passed,
-        score=score,
-        scores=scores,
-        error=error,
-        started_at=started,
-        ended_at=_now(),
-        duration_s=duration,
-        calls=sum(1 for r in trajectory if r["kind"] == "call"),
-        usage=_usage(ctx),
-        usage_by_prompt=dict(getattr(ctx, "usage", None) or {}),
-        steps=steps,
-        prompts=_prompts(ctx),
-        tools=_tools(ctx) if record_tools else {},
-        trajectory=trajectory,
-        worker=WORKER,
-    )
-
-
 def _where(runner: TaskRunner | None) -> str:
     if runner is None:
         return ""
     running = [r.id for r in runner.records.values() if r.status == "running"]
     return f" (still running: {', '.join(running)})" if running else ""
-
-
-def _usage(ctx: TaskContext) -> dict[str, int | float]:
-    """Token counters summed over the episode: from what `prompt_agent` recorded per turn
-    (`ctx.usage`), else from each agent's own `usage` (a mapping or a dataclass)."""
-    total: dict[str, int | float] = {}
-
-    def add(counters: Any) -> None:
-        if dataclasses.is_dataclass(counters) and not isinstance(counters, type):
-            counters = dataclasses.asdict(counters)
-        if not isinstance(counters, dict):
-            return
-        for key, value in counters.items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                total[key] = total.get(key, 0) + value
-
-    turns = getattr(ctx, "usage", None) or {}
-    if turns:
-        for entries in turns.values():
-            for entry in entries:
-                add(entry.get("usage") if isinstance(entry, dict) else None)
-        return total
-    seen: set[int] = set()
-    for deployed in ctx.agents.values():
-        agent = deployed.agent
-        if agent is not None and id(agent) not in seen:
-            seen.add(id(agent))
-            add(getattr(agent, "usage", None))
-    return total
-
-
-def _prompts(ctx: TaskContext) -> list[PromptEntry]:
-    if not ctx.prompts:
-        return []
-    values = {**ctx.task.seed, **ctx.seed}
-    params: dict[str, dict[str, Any]] = {}
-    for step in ctx.task.steps:
-        if step.type == "prompt_agent":
-            filled = fill_placeholders(step.params, values)
-            params[str(filled.get("prompt_id") or step.id)] = filled
-    out = []
-    for record in ctx.prompts.values():
-        deployed = ctx.agents.get(record.agent_name)
-        step = params.get(record.prompt_id, {})
-        out.append(
-            PromptEntry(
-                prompt_id=record.prompt_id,
-                agent_name=record.agent_name,
-                role=deployed.role if deployed else None,
-                env_ids=list(record.start_seq),
-                system_prompt=step.get("system_prompt")
-                or (deployed.system_prompt if deployed else None),
-                prompt=record.prompt,
-                response=record.response,
-                error=record.error,
-                model=step.get("model"),
-                started_at=record.started,
-                ended_at=record.ended,
-                start_seq=record.start_seq,
-                end_seq=record.end_seq,
-                messages=list(getattr(record, "messages", [])),
-            )
-        )
-    return out
-
-
-def _tools(ctx: TaskContext) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for deployed in ctx.agents.values():
-        try:
-            client = ctx.tool_client(
-                Principal(role=deployed.role, name=deployed.name), deployed.env_ids
-            )
-            out[deployed.name] = [
-                t.model_dump(mode="json", by_alias=True, exclude_none=True)
-                for t in client.list_tools()
-            ]
-        except Exception:  # a half-deployed episode: no tool list, the record still stands
-            continue
-    return out
 
 
 WorkItem = tuple[Task, PlanAgent, PlannedEpisode]
@@ -345,17 +289,53 @@ async def run_episodes(
     TypeError or RecursionError: a lone surrogate, nesting too deep, a value that is not
     JSON), it gets the record's error stand-in instead; any other error in `on_record`
     (e.g. a full disk) stops the run."""
+    cache = envs if envs is not None else EnvironmentCache()
+
+    async def one(task: Task, agent: PlanAgent, episode: PlannedEpisode) -> None:
+        record = await run_episode(
+            task, agent, episode, envs=cache, timeout=timeout, record_tools=record_tools
+        )
+        _hand_over(record, on_record)
+
+    await _pool(work, one, concurrency)
+
+
+async def run_episode_lines(
+    work: Iterable[WorkItem],
+    on_line: Callable[[str, str], None],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    envs: EnvironmentCache | None = None,
+    record_tools: bool = True,
+) -> None:
+    """`run_episodes` for runners that write lines: `on_line(status, line)` gets each
+    episode's record as the JSON line the store writes (its error stand-in already, when
+    the record cannot be serialised). An error in `on_line` stops the run."""
+    cache = envs if envs is not None else EnvironmentCache()
+
+    async def one(task: Task, agent: PlanAgent, episode: PlannedEpisode) -> None:
+        status, line = await run_episode_line(
+            task, agent, episode, envs=cache, timeout=timeout, record_tools=record_tools
+        )
+        on_line(status, line)
+
+    await _pool(work, one, concurrency)
+
+
+async def _pool(
+    work: Iterable[WorkItem],
+    one: Callable[[Task, PlanAgent, PlannedEpisode], Awaitable[None]],
+    concurrency: int,
+) -> None:
+    """`one(*item)` for every item, at most `concurrency` at once (each item once)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1 (got {concurrency})")
-    envs = envs if envs is not None else EnvironmentCache()
     items = iter(work)
 
     async def worker() -> None:
         for task, agent, episode in items:  # one shared iterator: each item runs once
-            record = await run_episode(
-                task, agent, episode, envs=envs, timeout=timeout, record_tools=record_tools
-            )
-            _hand_over(record, on_record)
+            await one(task, agent, episode)
             await asyncio.sleep(0)  # an episode that never awaited must not starve the rest
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]

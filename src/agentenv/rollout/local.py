@@ -28,8 +28,9 @@ from agentenv.rollout.episode import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT,
     EnvironmentCache,
-    run_episodes,
+    run_episode_lines,
 )
+from agentenv.rollout.gctune import tuned_gc
 from agentenv.rollout.plan import PlannedEpisode, RolloutPlan
 from agentenv.rollout.progress import Progress, make_progress
 from agentenv.rollout.store import EpisodeRecord, RolloutStore
@@ -103,6 +104,7 @@ class BaseRunner:
         record_tools: bool = True,
         progress: Progress | bool | None = None,
         handle_signals: bool = True,
+        gc_tuning: bool = True,
     ) -> None:
         self.plan = plan
         self.store = store if isinstance(store, RolloutStore) else RolloutStore(store)
@@ -111,6 +113,9 @@ class BaseRunner:
         self.record_tools = record_tools
         self.progress = make_progress(progress)
         self.handle_signals = handle_signals
+        self.gc_tuning = gc_tuning
+        """Freeze the loaded environments and raise the GC thresholds while running
+        (`rollout.gctune`)."""
         self._stop = threading.Event()
         self.summary = RolloutSummary(planned=len(plan))
 
@@ -135,6 +140,11 @@ class BaseRunner:
         # as one); only the store itself failing (a full disk) stops the run.
         written = self.store.append(record)
         self._count(written.status)
+
+    def _write(self, status: str, line: str) -> None:
+        """Write a record already serialised (`run_episode_lines`) and count it."""
+        self.store.append_line(line)
+        self._count(status)
 
     def _count(self, status: str) -> None:
         self.summary.add(status)
@@ -195,34 +205,39 @@ class LocalRunner(BaseRunner):
                 return self.summary
             for task in self.plan.tasks.values():
                 self.envs.preload(task, self.plan.seeds)
-            work = ((self.plan.tasks[e.task], self.plan.agents[e.agent], e) for e in todo)
-            main = asyncio.create_task(
-                run_episodes(
-                    work,
-                    self._record,
-                    concurrency=min(self.concurrency, count),
-                    timeout=self.timeout,
-                    envs=self.envs,
-                    record_tools=self.record_tools,
-                )
-            )
-            try:
-                while not main.done():
-                    await asyncio.wait({main}, timeout=0.05)
-                    if self.stopping and not main.done():
-                        self.summary.interrupted = True
-                        main.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await main
-                        break
-                if not self.summary.interrupted:
-                    main.result()
-            except asyncio.CancelledError:
-                main.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await main
-                raise
+            with tuned_gc(self.gc_tuning):
+                await self._run_all(count, todo)
         return self.summary
+
+    async def _run_all(self, count: int, todo: Iterator[PlannedEpisode]) -> None:
+        """Run the episodes to do until they finish or `stop()` is called."""
+        work = ((self.plan.tasks[e.task], self.plan.agents[e.agent], e) for e in todo)
+        main = asyncio.create_task(
+            run_episode_lines(
+                work,
+                self._write,
+                concurrency=min(self.concurrency, count),
+                timeout=self.timeout,
+                envs=self.envs,
+                record_tools=self.record_tools,
+            )
+        )
+        try:
+            while not main.done():
+                await asyncio.wait({main}, timeout=0.05)
+                if self.stopping and not main.done():
+                    self.summary.interrupted = True
+                    main.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await main
+                    break
+            if not self.summary.interrupted:
+                main.result()
+        except asyncio.CancelledError:
+            main.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await main
+            raise
 
     def run_sync(self) -> RolloutSummary:
         """`run()` in a new event loop."""

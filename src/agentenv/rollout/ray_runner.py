@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentenv.rollout.episode import WORKER, EnvironmentCache, error_record, run_episodes
+from agentenv.rollout.episode import WORKER, EnvironmentCache, error_record, run_episode_lines
 from agentenv.rollout.local import DEFAULT_TIMEOUT, BaseRunner, RolloutSummary
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode, RolloutPlan
-from agentenv.rollout.store import EpisodeRecord, RolloutStore
+from agentenv.rollout.store import RolloutStore
 from agentenv.tasks.bundle import Task
 
 DEFAULT_BATCH_SIZE = 32
@@ -102,12 +102,12 @@ class EpisodeWorker:
         """Run the episodes; (status, record as a JSON line) for each."""
         out: list[tuple[str, str]] = []
 
-        def keep(record: EpisodeRecord) -> None:
-            out.append((record.status, record.model_dump_json()))
+        def keep(status: str, line: str) -> None:
+            out.append((status, line))
 
         work = ((self.tasks[e.task], self.agents[e.agent], e) for e in episodes)
         self._loop.run_until_complete(
-            run_episodes(
+            run_episode_lines(
                 work,
                 keep,
                 concurrency=max(1, min(self.concurrency, len(episodes))),
