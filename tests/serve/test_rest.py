@@ -1177,3 +1177,23 @@ def test_over_real_http_a_wall_clock_time_trigger_fires_on_its_own(
     assert [x["tool"] for x in calls if x["kind"] == "call"] == []  # nobody called a tool
     r = real_server.post(f"{prefix}/step", json=call_body("get_ticket", id="T-2"))
     assert r.json()["structuredContent"]["status"] == "late"
+
+
+def test_make_server_freezes_what_is_alive_once_the_app_is_built(desk_env) -> None:
+    import gc
+
+    from agentenv.serve import make_server
+
+    gc.unfreeze()
+    try:
+        make_server(Gateway(desk_env), port=0, freeze_gc=False)
+        assert gc.get_freeze_count() == 0
+        gateway = Gateway(desk_env)
+        make_server(gateway, port=0)
+        assert gc.get_freeze_count() > 0
+        # The gateway built before is frozen: it is in none of the generations the
+        # collector walks (gc.get_objects lists those).
+        walked = {id(o) for o in gc.get_objects()}
+        assert id(gateway) not in walked
+    finally:
+        gc.unfreeze()

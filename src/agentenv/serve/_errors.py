@@ -13,25 +13,33 @@ from agentenv.gateway.errors import GatewayError
 from agentenv.serve._http import HttpError, error_response
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map our exceptions, Starlette's and FastAPI's to `{"ok": false, "error": {...}}`."""
-
-    @app.exception_handler(HttpError)
-    async def _http_error(request: Request, exc: HttpError) -> JSONResponse:
+def known_error_response(exc: Exception) -> JSONResponse | None:
+    """The answer to one of our exceptions (HttpError, AuthError, GatewayError), or None for
+    any other: shared by the app's handlers and the `/step` dispatch in front of them."""
+    if isinstance(exc, HttpError):
         return error_response(
             exc.status, exc.kind, exc.message, hint=exc.hint, retryable=exc.retryable
         )
-
-    @app.exception_handler(AuthError)
-    async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
+    if isinstance(exc, AuthError):
         response = error_response(401, "unauthenticated", str(exc))
         response.headers["WWW-Authenticate"] = "Bearer"
         return response
-
-    @app.exception_handler(GatewayError)
-    async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
+    if isinstance(exc, GatewayError):
         kind = {403: "forbidden", 404: "not_found"}.get(exc.status, "bad_request")
         return error_response(exc.status, kind, str(exc))
+    return None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map our exceptions, Starlette's and FastAPI's to `{"ok": false, "error": {...}}`."""
+
+    async def _ours(request: Request, exc: Exception) -> JSONResponse:
+        response = known_error_response(exc)
+        assert response is not None
+        return response
+
+    for known in (HttpError, AuthError, GatewayError):
+        app.add_exception_handler(known, _ours)
 
     @app.exception_handler(StarletteHTTPException)
     async def _starlette(request: Request, exc: StarletteHTTPException) -> JSONResponse:

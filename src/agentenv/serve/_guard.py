@@ -245,6 +245,11 @@ class BodyLimit:
                 await self._reject(scope, receive, send)
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = f"request body over the limit of {self.max_bytes} bytes"
-        hint = "send less, or start the server with a larger body limit"
-        await _refuse(scope, 413, "too_large", message, hint)(scope, receive, send)
+        await too_large(scope, self.max_bytes)(scope, receive, send)
+
+
+def too_large(scope: Scope, max_bytes: int) -> Response:
+    """The 413 answer to a body over `max_bytes` (JSON-RPC at `/mcp`, else the REST shape)."""
+    message = f"request body over the limit of {max_bytes} bytes"
+    hint = "send less, or start the server with a larger body limit"
+    return _refuse(scope, 413, "too_large", message, hint)

@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from agentenv import __version__
 from agentenv.gateway import Gateway
@@ -30,13 +31,13 @@ from agentenv.serve._http import (
     DEFAULT_MAX_BODY,
     SESSION_HEADER,
     HttpError,
-    error_fields,
     instance_of,
     prefix_of,
     principal_of,
     read_json,
     read_model,
 )
+from agentenv.serve._step import StepDispatch, answer_step, step_tools
 from agentenv.serve.card import (
     build_card,
     build_child_card,
@@ -55,11 +56,9 @@ from agentenv.spec.wire import (
     SetTimeBody,
     StepRequest,
     ToolAccessBody,
-    ToolInfo,
 )
 
 CARD_PATH = "/.well-known/agent-env.json"
-_STATUS_BY_KIND = {"denied": 403, "unknown_tool": 404, "timeout": 504}
 
 Lifespan = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
 
@@ -72,6 +71,26 @@ class InstanceBody(BaseModel):
     """Body of `POST /instances` (optional): the new instance's id, else one is made up."""
 
     id: str | None = Field(default=None, min_length=1, description="No '/'.")
+
+
+__all__ = ["CARD_PATH", "RestApp", "create_app", "step_tools"]
+
+
+class RestApp(FastAPI):
+    """The REST app: FastAPI, with `POST /step` (root and per instance) answered in front of
+    it by a `StepDispatch` (see serve/_step.py), since the framework's per-request work cost
+    more than the gateway call itself. Everything else goes through FastAPI."""
+
+    step_dispatch: StepDispatch | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        dispatch = self.step_dispatch
+        if dispatch is not None and scope["type"] == "http":
+            instance = dispatch.instance_of(scope)
+            if instance is not None:
+                await dispatch(scope, receive, send, instance)
+                return
+        await super().__call__(scope, receive, send)
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -104,26 +123,12 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
         openapi_extra=operation_doc(StepRequest, errors=(403, 404, 504)),
     )
     async def step(request: Request) -> Response:
+        # POST /step is answered by StepDispatch in front of the app; this route documents it
+        # and serves what the dispatch leaves to the framework (a root_path), the same way.
         principal = principal_of(request, auth)
-        body = await read_model(request, StepRequest)
-        instance = instance_of(request)
-        if body.action == "list_tools":
-            return _json({"tools": step_tools(gateway.list_tools(principal, instance))})
-        assert body.tool_name is not None
-        result = await gateway.call(
-            principal,
-            body.tool_name,
-            body.arguments,
-            instance=instance,
-            session=request.headers.get(SESSION_HEADER),
-        )
-        if result.error is None:
-            return _json(result.to_wire())
-        answer = result.to_wire()
-        answer["error"] = error_fields(result.error.kind, result.error.message)
-        status = _STATUS_BY_KIND.get(result.error.kind, 200)
-        if status != 200:  # a refused call answers in the error shape (StepResult keys kept)
-            answer = {"ok": False, **answer}
+        raw = await request.body()
+        session = request.headers.get(SESSION_HEADER)
+        status, answer = await answer_step(gateway, principal, raw, instance_of(request), session)
         return _json(answer, status)
 
     @router.get(
@@ -313,23 +318,6 @@ def _routes(gateway: Gateway, auth: Authenticator, interfaces: list[Interface]) 
     return router
 
 
-def step_tools(tools: list[ToolInfo]) -> list[dict[str, Any]]:
-    """Tools as `/step list_tools` answers them: upstream's `name`, `description` and
-    `parameters`, with MCP's `inputSchema` (and `_meta`, if any) kept beside them."""
-    out = []
-    for tool in tools:
-        data = tool.model_dump(by_alias=True)
-        out.append(
-            {
-                "name": data["name"],
-                "description": data["description"],
-                "parameters": data["inputSchema"],
-                **data,
-            }
-        )
-    return out
-
-
 def _anonymous(gateway: Gateway) -> Any:
     from agentenv.env.tool import Principal
 
@@ -376,7 +364,7 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    app = FastAPI(
+    app = RestApp(
         title=f"agentenv: {gateway.env.name}",
         description=gateway.env.description or "An agentenv environment.",
         version=__version__,
@@ -451,4 +439,6 @@ def create_app(
     # Outermost first: refuse cross-site and rebinding requests before reading any body.
     app.add_middleware(BodyLimit, max_bytes=max_body)
     app.add_middleware(RequestGuard, loopback=loopback, trusted=auth.trusted)
+    guard = RequestGuard(app, loopback=loopback, trusted=auth.trusted)  # for its header checks
+    app.step_dispatch = StepDispatch(gateway, auth, guard, max_body)
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping
 
 import uvicorn
@@ -20,9 +21,19 @@ def make_server(
     tokens: Mapping[str, str] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     log_level: str = "warning",
+    freeze_gc: bool = True,
 ) -> uvicorn.Server:
     """A uvicorn server for the gateway's app; trusted local mode only on loopback with no
-    tokens. Call `.run()` (blocking) or `await .serve()`."""
+    tokens. Call `.run()` (blocking) or `await .serve()`.
+
+    With `freeze_gc` (the default) the objects alive once the app is built, the
+    environment and its seed data among them, are moved out of the cyclic garbage
+    collector's reach (`gc.collect()` then `gc.freeze()`): they live as long as the server,
+    and every full collection would otherwise walk all of them again, a pause that grows
+    with the seed data and lands in some request's latency. Objects made later (instances,
+    trajectories) are collected as usual. It is process-wide: pass `freeze_gc=False` when
+    embedding a server in a process that builds and drops many gateways.
+    """
     auth = Authenticator.for_host(host, tokens, default_role=gateway.env.default_role)
     app = create_app(gateway, auth=auth, max_body=max_body, loopback=is_loopback(host))
     config = uvicorn.Config(
@@ -33,4 +44,14 @@ def make_server(
         access_log=False,
         timeout_graceful_shutdown=5,  # a client holding a connection cannot pin the server
     )
-    return uvicorn.Server(config)
+    server = uvicorn.Server(config)
+    if freeze_gc:
+        freeze_long_lived()
+    return server
+
+
+def freeze_long_lived() -> None:
+    """Collect what is garbage now, then freeze every object still alive (see
+    `make_server`): the cyclic GC skips them from then on."""
+    gc.collect()
+    gc.freeze()

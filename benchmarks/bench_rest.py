@@ -1,0 +1,303 @@
+"""REST `POST /step`: ours vs a bare FastAPI endpoint doing the same work, measured at the server.
+
+    python benchmarks/bench_rest.py            # full run (a few minutes)
+    python benchmarks/bench_rest.py --quick    # fewer calls and rounds (under 2 minutes)
+    python benchmarks/bench_rest.py --prerecord 0   # skip the "after 1M recorded calls" server
+
+Each server runs in its own process under uvicorn with the same config (access log off),
+on a free loopback port:
+
+- **bare**: one FastAPI route that parses the body with the `StepRequest` model, calls the
+  same tool function on a State and answers the same JSON shape; nothing of ours around it;
+- **ours**: `make_server` over a Gateway (guard, auth, RBAC, clock, validation, transaction,
+  trajectory record, `gc.freeze()` at start);
+- **aged** (with `--prerecord N`, default 1,000,000): the same server after it made N
+  in-process `gateway.call`s on the default instance before serving, so its trajectory
+  holds N records: its p99 at 32 clients against the fresh server's is issue 12's
+  "flat under load" figure (goal within 1.5x).
+
+The client is `_loadgen` (raw keep-alive HTTP/1.1, about 30-60 µs of client CPU per call),
+sequential (1 connection) and 32 connections, in interleaved rounds (bare, ours, aged,
+bare, ...); each figure is the median over rounds, printed beside the bare one as a ratio,
+with the server's CPU per call read from /proc (`_cpu`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from _cpu import process_cpu_seconds
+from _loadgen import Connection, LoadResult, load
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+
+from agentenv import Environment, Gateway, Principal, ToolContext, tool
+from agentenv.env.tool import Tool
+from agentenv.spec import StepRequest, parse_environment_spec
+
+HOST = "127.0.0.1"
+RECORDS = 100
+CALL_BODY = json.dumps(
+    {"action": "call_tool", "tool_name": "read_note", "arguments": {"note_id": "n7"}}
+).encode()
+HEADERS = {"content-type": "application/json"}
+
+
+@tool(kind="read")
+def read_note(ctx: ToolContext, note_id: str) -> dict[str, Any]:
+    """Read one note.
+
+    Args:
+        note_id: The note's id.
+    """
+    return ctx.state.require("notes", note_id)
+
+
+def build_env() -> Environment:
+    spec = parse_environment_spec(
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": "bench",
+            "roles": [{"name": "agent"}],
+            "state": {"notes": {"key": "id"}},
+            "seed": {
+                "notes": [
+                    {"id": f"n{i}", "text": f"note {i}", "tags": ["a", "b"]} for i in range(RECORDS)
+                ]
+            },
+        }
+    )
+    return replace(Environment.from_spec(spec), tools={"read_note": Tool.from_function(read_note)})
+
+
+# -- the servers ------------------------------------------------------------------------
+
+
+def bare_app() -> Any:
+    """The floor: the same work as /step with nothing of ours around it."""
+    app = FastAPI()
+    state = build_env().new_state()
+    ctx = ToolContext(state, datetime.now(UTC), Principal("agent"))
+
+    @app.post("/step")
+    async def step(request: Request) -> Response:
+        body = StepRequest.model_validate(json.loads(await request.body()))
+        value = read_note(ctx, **body.arguments)
+        text = json.dumps(value)
+        return Response(
+            json.dumps(
+                {
+                    "content": [{"type": "text", "text": text}],
+                    "isError": False,
+                    "structuredContent": value,
+                }
+            ),
+            media_type="application/json",
+        )
+
+    return app
+
+
+def prerecord(gateway: Gateway, calls: int) -> float:
+    """`calls` in-process calls on the default instance (what a long-lived server has
+    recorded); returns the seconds they took."""
+
+    async def run() -> None:
+        principal = Principal("agent")
+        args = {"note_id": "n7"}
+        for _ in range(calls):
+            await gateway.call(principal, "read_note", args)
+
+    start = time.perf_counter()
+    asyncio.run(run())
+    return time.perf_counter() - start
+
+
+def serve(which: str, port: int, calls: int) -> None:
+    import uvicorn
+
+    if which == "bare":
+        config = uvicorn.Config(
+            bare_app(),
+            host=HOST,
+            port=port,
+            log_level="error",
+            access_log=False,
+            timeout_graceful_shutdown=5,
+        )
+        uvicorn.Server(config).run()
+        return
+    from agentenv.serve import make_server
+
+    gateway = Gateway(build_env())
+    server = make_server(gateway, host=HOST, port=port, log_level="error")  # gc.freeze() here
+    if calls:
+        took = prerecord(gateway, calls)
+        print(f"  (aged server: {calls:,} calls recorded in {took:.1f} s)", flush=True)
+    server.run()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """One server in its own process, on a free loopback port."""
+
+    def __init__(self, which: str, prerecorded: int = 0) -> None:
+        self.which = which
+        self.port = free_port()
+        self.prerecorded = prerecorded
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                "bare" if which == "bare" else "ours",
+                "--port",
+                str(self.port),
+                "--prerecord",
+                str(prerecorded),
+            ]
+        )
+
+    def wait_ready(self, timeout: float) -> None:
+        """Block until the server answers a `/step`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                asyncio.run(_one_call(self.port))
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(f"the {self.which} server did not start") from None
+                time.sleep(0.2)
+
+    def close(self) -> None:
+        """Stop the server process."""
+        self.process.terminate()
+        self.process.wait(timeout=15)
+
+
+async def _one_call(port: int) -> None:
+    conn = await Connection.open(HOST, port)
+    try:
+        answer = await conn.request("POST", "/step", CALL_BODY, HEADERS)
+        assert answer.status == 200, answer.body
+    finally:
+        await conn.close()
+
+
+def _call(conn: Connection, i: int) -> Any:
+    return conn.request("POST", "/step", CALL_BODY, HEADERS)
+
+
+def measure(served: Served, clients: int, calls: int) -> tuple[LoadResult, float | None]:
+    """One load run against `served` and its server CPU per call (µs)."""
+    asyncio.run(load(HOST, served.port, _call, clients=clients, calls=min(calls, 200), warmup=5))
+    before = process_cpu_seconds(served.process.pid)
+    result = asyncio.run(load(HOST, served.port, _call, clients=clients, calls=calls, warmup=0))
+    after = process_cpu_seconds(served.process.pid)
+    if result.errors:
+        raise RuntimeError(f"{served.which}: {result.errors} calls failed")
+    cpu = None if before is None or after is None else (after - before) / result.calls * 1e6
+    return result, cpu
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls and rounds")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 3)")
+    parser.add_argument(
+        "--prerecord",
+        type=int,
+        default=1_000_000,
+        help="calls the aged server records before serving (0: no aged server)",
+    )
+    parser.add_argument("--serve", choices=["bare", "ours"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.serve:
+        serve(opts.serve, opts.port, opts.prerecord)
+        return
+
+    rounds = opts.rounds or (3 if opts.quick else 5)
+    seq_calls, par_calls = (1500, 4000) if opts.quick else (4000, 12000)
+    print(f"POST /step, {rounds} interleaved rounds, pid {os.getpid()} drives the load")
+    servers = [Served("bare"), Served("ours")]
+    if opts.prerecord:
+        servers.append(Served("aged", opts.prerecord))
+    try:
+        for served in servers:
+            served.wait_ready(timeout=60 + opts.prerecord / 5000)
+        figures: dict[tuple[str, int], list[tuple[LoadResult, float | None]]] = {}
+        for _ in range(rounds):  # interleaved: drift in machine load hits every server alike
+            for served in servers:
+                for clients, calls in ((1, seq_calls), (32, par_calls)):
+                    figures.setdefault((served.which, clients), []).append(
+                        measure(served, clients, calls)
+                    )
+    finally:
+        for served in servers:
+            served.close()
+    report(figures, [s.which for s in servers], opts.prerecord)
+
+
+def report(
+    figures: dict[tuple[str, int], list[tuple[LoadResult, float | None]]],
+    names: list[str],
+    prerecorded: int,
+) -> None:
+    """Print the medians, each beside bare's (and aged beside fresh ours) as a ratio."""
+
+    def med(name: str, clients: int) -> dict[str, float | None]:
+        runs = figures[(name, clients)]
+        return {
+            "rate": statistics.median(r.rate for r, _ in runs),
+            "p50": statistics.median(r.p50 for r, _ in runs),
+            "p99": statistics.median(r.p99 for r, _ in runs),
+            "cpu": _median([c for _, c in runs]),
+        }
+
+    for clients in (1, 32):
+        label = "sequential (1 client)" if clients == 1 else f"{clients} clients"
+        print(f"\n{label}")
+        bare = med("bare", clients)
+        for name in names:
+            m = med(name, clients)
+            cpu = f"{m['cpu']:6.0f} µs/call" if m["cpu"] is not None else "   n/a"
+            ratio = m["rate"] / bare["rate"]  # type: ignore[operator]
+            print(
+                f"  {name:5s} {m['rate']:8.0f} calls/s ({ratio:4.2f}x bare)  "
+                f"p50 {m['p50']:6.2f} ms  p99 {m['p99']:6.2f} ms  server CPU {cpu}"
+            )
+    if "aged" in names:
+        fresh, aged = med("ours", 32), med("aged", 32)
+        ratio = aged["p99"] / fresh["p99"]  # type: ignore[operator]
+        print(
+            f"\nafter {prerecorded:,} recorded calls, p99 at 32 clients: {aged['p99']:.2f} ms vs "
+            f"{fresh['p99']:.2f} ms fresh, {ratio:.2f}x (goal <= 1.5x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
