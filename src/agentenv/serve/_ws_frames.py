@@ -9,6 +9,7 @@ docs/websocket.md says which fields match OpenEnv's and why the others differ.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from agentenv.gateway.results import CallResult
 from agentenv.serve._http import HttpError, error_fields, parse_json, validation_message
+from agentenv.spec.limits import BODY_DEPTH
 from agentenv.spec.wire import StepRequest, ToolInfo
 
 FRAME_TYPES = ("reset", "step", "state", "close")
@@ -57,27 +59,29 @@ class FrameError(Exception):
         super().__init__(message)
 
 
-def read_frame(raw: bytes, max_bytes: int) -> tuple[str, Any, Any]:
-    """A client frame as (type, data, id); FrameError if it is too large, not JSON, nested
-    too deep, not an object, of an unknown type, or carries an unknown key or a bad id.
+def read_frame(raw: str | bytes, max_bytes: int) -> tuple[str, Any, Any]:
+    """A client frame (a text frame's str, a binary frame's bytes) as (type, data, id);
+    FrameError if it is too large, not JSON, nested too deep, not an object, of an unknown
+    type, or carries an unknown key or a bad id.
 
-    JSON is held to the REST body's limits and messages (`_http.parse_json`)."""
-    if len(raw) > max_bytes:
-        raise FrameError(
-            TOO_LARGE,
-            "too_large",
-            f"frame over the limit of {max_bytes} bytes",
-            hint="send less, or start the server with a larger body limit",
-        )
-    if not raw:
-        raise FrameError(INVALID_JSON, "bad_request", "an empty frame: expected a JSON object")
-    try:
-        frame = parse_json(raw)
-    except HttpError as exc:
-        code = _CODE_OF_PARSE_KIND.get(exc.kind, INVALID_JSON)
-        message = exc.message.replace("JSON body", "JSON frame").replace("request body", "frame")
-        raise FrameError(code, exc.kind, message, hint=exc.hint) from None
-    if not isinstance(frame, dict):
+    JSON is held to the REST body's limits and messages (`_http.parse_json`). A text frame
+    is already valid UTF-8 (the WebSocket layer checked it), so when its brackets cannot
+    nest past the limit it is parsed as it is; anything else, and every frame `json`
+    refuses, goes through `parse_json` for the verdict and its message."""
+    if isinstance(raw, str):
+        if len(raw) > max_bytes or (len(raw) * 4 > max_bytes and len(raw.encode()) > max_bytes):
+            raise _too_large(max_bytes)
+        frame: Any = _MISSING
+        if raw and raw.count("[") + raw.count("{") <= BODY_DEPTH:
+            with contextlib.suppress(ValueError, RecursionError):  # parse_json says why
+                frame = json.loads(raw)
+        if frame is _MISSING:
+            frame = _parse(raw.encode())
+    else:
+        if len(raw) > max_bytes:
+            raise _too_large(max_bytes)
+        frame = _parse(raw)
+    if type(frame) is not dict:
         raise FrameError(
             VALIDATION_ERROR,
             "bad_request",
@@ -106,10 +110,49 @@ def read_frame(raw: bytes, max_bytes: int) -> tuple[str, Any, Any]:
     return kind, frame.get("data"), frame_id
 
 
-def step_body(data: Any, frame_id: Any) -> StepRequest:
-    """A `step` frame's data as the `/step` body it stands for: OpenEnv's action
-    (`{"type": "call_tool", "tool_name", "arguments"}`, `{"type": "list_tools"}`, an
-    ignored `metadata`) or the `/step` body itself (`{"action": ...}`)."""
+_MISSING = object()
+
+
+def _too_large(max_bytes: int) -> FrameError:
+    return FrameError(
+        TOO_LARGE,
+        "too_large",
+        f"frame over the limit of {max_bytes} bytes",
+        hint="send less, or start the server with a larger body limit",
+    )
+
+
+def _parse(raw: bytes) -> Any:
+    if not raw:
+        raise FrameError(INVALID_JSON, "bad_request", "an empty frame: expected a JSON object")
+    try:
+        return parse_json(raw)
+    except HttpError as exc:
+        code = _CODE_OF_PARSE_KIND.get(exc.kind, INVALID_JSON)
+        message = exc.message.replace("JSON body", "JSON frame").replace("request body", "frame")
+        raise FrameError(code, exc.kind, message, hint=exc.hint) from None
+
+
+def step_body(data: Any, frame_id: Any) -> tuple[str, str | None, dict[str, Any]]:
+    """A `step` frame's data as the `/step` body it stands for, (action, tool_name,
+    arguments): OpenEnv's action (`{"type": "call_tool", "tool_name", "arguments"}`,
+    `{"type": "list_tools"}`, an ignored `metadata`) or the `/step` body itself
+    (`{"action": ...}`).
+
+    OpenEnv's call_tool with exactly its three keys, a tool name and an arguments object
+    is taken as it is (what `StepRequest` would make of it; tests/serve/test_ws_frames.py
+    proves they agree); everything else is `StepRequest`'s to judge."""
+    if type(data) is dict and len(data) == 3 and data.get("type") == "call_tool":
+        tool = data.get("tool_name")
+        arguments = data.get("arguments")
+        if type(tool) is str and tool and type(arguments) is dict:
+            return "call_tool", tool, arguments
+    body = step_request(data, frame_id)
+    return body.action, body.tool_name, body.arguments
+
+
+def step_request(data: Any, frame_id: Any = None) -> StepRequest:
+    """A `step` frame's data as the `StepRequest` model (the judge of every body)."""
     if not isinstance(data, dict):
         raise FrameError(
             VALIDATION_ERROR,

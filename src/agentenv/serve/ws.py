@@ -153,15 +153,14 @@ class Session:
             message = await receive()
             if message["type"] != "websocket.receive":
                 return  # websocket.disconnect
-            text = message.get("text")
-            raw = text.encode() if text is not None else message.get("bytes") or b""
-            answer = await self.answer(raw)
+            raw = message.get("text")
+            answer = await self.answer(raw if raw is not None else message.get("bytes") or b"")
             if answer is _CLOSED:
                 await send({"type": "websocket.close", "code": 1000})
                 return
             await send({"type": "websocket.send", "text": answer})
 
-    async def answer(self, raw: bytes) -> Any:
+    async def answer(self, raw: str | bytes) -> Any:
         """The text of the frame answering `raw` (`_CLOSED` for a `close` frame). Never
         raises: what cannot be served is an error frame, and the session goes on."""
         frame_id = None
@@ -189,17 +188,17 @@ class Session:
             )
 
     async def _step(self, data: Any, frame_id: Any) -> str:
-        body = step_body(data, frame_id)
-        if body.action == "list_tools":
+        action, tool, arguments = step_body(data, frame_id)
+        if action == "list_tools":
             tools = tools_shape(self.gateway.list_tools(self.principal, self.instance))
             self.steps += 1
             return observation_frame({"tools": tools}, frame_id)
-        assert body.tool_name is not None
+        assert tool is not None
         result = await self.gateway.call(
-            self.principal, body.tool_name, body.arguments, instance=self.instance, session=self.id
+            self.principal, tool, arguments, instance=self.instance, session=self.id
         )
         self.steps += 1
-        return call_frame(body.tool_name, result, frame_id)
+        return call_frame(tool, result, frame_id)
 
     def state(self) -> dict[str, Any]:
         """What a `state` frame answers: OpenEnv's `episode_id` and `step_count`, and the
