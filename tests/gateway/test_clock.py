@@ -84,6 +84,56 @@ def test_wall_time_is_t0_plus_real_elapsed_times_rate() -> None:
     assert clock.now() == T0 + timedelta(hours=1, seconds=150)
 
 
+def test_real_at_is_the_first_reading_at_which_the_clock_gets_there() -> None:
+    """What the ticker sleeps until: never a float step early, never one late."""
+    import math
+    import random
+
+    rng = random.Random(12)
+    for _ in range(3000):
+        real = FakeTime()
+        real.now = rng.uniform(1.0, 1e7)
+        clock = VirtualClock("wall", rate=rng.choice([1e-6, 0.001, 1, 3.7, 60, MAX_RATE]))
+        clock.real_time = real
+        clock.set(T0)
+        moment = T0 + timedelta(microseconds=rng.choice([1, 999, rng.randrange(1, 10**13)]))
+        at = clock.real_at(moment)
+        assert at is not None
+        real.now = at
+        assert clock.now() >= moment
+        real.now = math.nextafter(at, -math.inf)
+        assert clock.now() < moment
+    # A moment already passed: the reading at which the clock was set.
+    assert clock.real_at(T0 - timedelta(days=1)) == clock.real_at(T0)
+
+
+def test_real_at_is_none_for_a_clock_that_does_not_move_by_itself() -> None:
+    real = FakeTime()
+    for clock in (
+        VirtualClock("stepped", real_time=real),
+        VirtualClock("wall", rate=0, real_time=real),
+        VirtualClock("wall", rate=1, real_time=real),  # not armed
+    ):
+        if clock.mode == "stepped" or clock.rate == 0:
+            clock.set(T0)
+        assert not clock.moves_by_itself
+        assert clock.real_at(T0 + timedelta(hours=1)) is None
+
+
+def test_the_epoch_changes_with_the_mapping_from_real_to_virtual_time() -> None:
+    clock = VirtualClock("wall", rate=2, real_time=FakeTime())
+    seen = [clock.epoch]
+    clock.set(T0)
+    seen.append(clock.epoch)
+    clock.advance(timedelta(seconds=5))
+    seen.append(clock.epoch)
+    clock.advance(timedelta(0))  # moves nothing: the same epoch
+    assert clock.epoch == seen[-1]
+    clock.clear()
+    seen.append(clock.epoch)
+    assert len(set(seen)) == 4
+
+
 def test_wall_time_saturates_at_the_end_of_time() -> None:
     real = FakeTime()
     clock = VirtualClock("wall", rate=MAX_RATE, real_time=real)
