@@ -43,6 +43,7 @@ from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator, AuthError
 from agentenv.gateway.errors import DEFAULT_INSTANCE, UnknownInstance
 from agentenv.serve._http import ROLE_HEADER, SESSION_HEADER
+from agentenv.serve._mcp_fast import DirectToolCall
 from agentenv.serve._mcp_wire import (
     BODY_DEPTH,
     INVALID_REQUEST,
@@ -57,6 +58,9 @@ from agentenv.spec.limits import depth_message, raw_too_deep
 
 META_ROLE = "agentenv.io/role"
 META_SESSION = "agentenv.io/session"
+# Where McpHttp leaves the principal it resolved from the HTTP request's credentials, so a
+# call does not resolve them twice.
+_PRINCIPAL_KEY = "agentenv.principal"
 MCP_PATH = "/mcp"
 # The HTTP status the SDK's transport checks answer, and our kind for each.
 # (RequestGuard, around the whole app, refuses most of these first, with the same kinds.)
@@ -106,8 +110,11 @@ class McpAdapter:
             role = self.auth.resolve_role(raw.get(META_ROLE))
             return Principal(role=role, admin=True), DEFAULT_INSTANCE, meta.get(META_SESSION)
         headers = request.headers
-        # Checked at the HTTP level already (an AuthError here is kept for safety).
-        principal = self.auth.principal(headers.get(ROLE_HEADER), headers.get("authorization"))
+        # Resolved at the HTTP level already (resolving here again is kept for an ASGI
+        # caller that skipped McpHttp; its AuthError is kept for safety).
+        principal = request.scope.get(_PRINCIPAL_KEY)
+        if principal is None:
+            principal = self.auth.principal(headers.get(ROLE_HEADER), headers.get("authorization"))
         if self.auth.trusted and forwarded:
             role = self.auth.resolve_role(raw.get(META_ROLE))
             principal = Principal(role=role, admin=principal.admin)
@@ -200,6 +207,7 @@ class McpHttp:
         # ours (a forged browser request never learns whether its role would do) and answer
         # in the JSON-RPC shape clients show.
         self.security = TransportSecurityMiddleware(security)
+        self.direct = DirectToolCall(adapter.server, self.manager)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
@@ -222,7 +230,9 @@ class McpHttp:
             return
         auth = self.adapter.auth
         try:
-            auth.principal(request.headers.get(ROLE_HEADER), request.headers.get("authorization"))
+            principal = auth.principal(
+                request.headers.get(ROLE_HEADER), request.headers.get("authorization")
+            )
         except AuthError as exc:
             response = refusal(401, UNAUTHENTICATED, "unauthenticated", str(exc))
             response.headers["WWW-Authenticate"] = "Bearer"
@@ -245,6 +255,9 @@ class McpHttp:
                 await refusal(
                     400, PARSE_ERROR, "too_deep", message, request_id=sniff_request_id(body)
                 )(scope, receive, send)
+                return
+            scope[_PRINCIPAL_KEY] = principal
+            if await self.direct.answer(request, body, send):
                 return
             receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
