@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, get_type_hints
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agentenv.env.fast_args import FastArgs
 from agentenv.spec.wire import ToolInfo
 from agentenv.state import State, StateView
 
@@ -50,7 +51,7 @@ SYSTEM = Principal(role="system", name="agentenv", admin=True)
 """The principal of trigger actions and control operations; passes every access rule."""
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolContext:
     """What a tool sees besides its arguments: the state, the time and the caller."""
 
@@ -156,13 +157,36 @@ class Tool:
     blocking: bool = False
     source: str = ""
     hidden_by_default: bool = False
+    _fast: tuple[type[BaseModel], FastArgs | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _info: tuple[tuple[Any, ...], ToolInfo] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def fast_args(self) -> FastArgs | None:
+        """The fast check of `args_model` for flat simple arguments (`env.fast_args`), made
+        once per model; None when the model is not simple enough (then pydantic decides)."""
+        cached = self._fast
+        if cached is None or cached[0] is not self.args_model:
+            cached = self._fast = (self.args_model, FastArgs.of(self.args_model))
+        return cached[1]
 
     def info(self) -> ToolInfo:
-        """The tool as agents see it."""
-        meta = {HIDDEN_BY_DEFAULT_META_KEY: True} if self.hidden_by_default else None
-        return ToolInfo(
-            name=self.name, description=self.description, inputSchema=self.input_schema, _meta=meta
-        )
+        """The tool as agents see it. Made once and shared (gateways list it per episode):
+        read it, or `model_copy` it to change it."""
+        key = (self.name, self.description, id(self.input_schema), self.hidden_by_default)
+        cached = self._info
+        if cached is None or cached[0] != key:
+            meta = {HIDDEN_BY_DEFAULT_META_KEY: True} if self.hidden_by_default else None
+            info = ToolInfo(
+                name=self.name,
+                description=self.description,
+                inputSchema=self.input_schema,
+                _meta=meta,
+            )
+            cached = self._info = (key, info)
+        return cached[1]
 
     def with_options(self, **changes: Any) -> Tool:
         """A copy with some fields replaced (used for document overrides)."""

@@ -21,7 +21,7 @@ passes every rule: trigger actions and control operations are not agents.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from agentenv.env.tool import SYSTEM, Tool
 from agentenv.spec.environment import AccessRuleSpec
@@ -45,6 +45,9 @@ class AccessControl:
         `hide=False` treats hidden-by-default tools as any other (a gateway in front of
         this one hides them)."""
         self._rules: dict[str, dict[str, bool]] = {}
+        self.listed: dict[Any, Any] = {}
+        """The gateway's cache of tool lists under these rules (`Gateway.tools_for`); emptied
+        whenever a rule changes."""
         self._hide = hide
         self._patterns = False  # any `prefix*` rule; lets the common case skip the scan
         self._default_role = default_role
@@ -60,6 +63,7 @@ class AccessControl:
         self, role: str, action: Literal["disable", "enable"], tools: list[str] | str
     ) -> None:
         """Disable or enable tools (a list, or `*` for all) for a role (or `*`)."""
+        self.listed.clear()
         allowed = action == "enable"
         for name in [WILDCARD] if tools == WILDCARD else tools:
             if name == WILDCARD:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import uuid
+import os
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from time import perf_counter
+from json.encoder import encode_basestring as _quote
+from time import perf_counter, time_ns
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -44,9 +45,9 @@ from agentenv.spec.limits import depth_message, value_depth_path
 from agentenv.spec.triggers import CheckStep
 from agentenv.spec.wire import CallError, ToolInfo
 from agentenv.state import Snapshot, State, StateError
-from agentenv.state._canonical import copy_json
 
 _UNNAMED_ROLE = "\x00any other role"  # stands for every role no rule names
+_LISTED_ROLES = 64  # tool lists cached per instance (one per role asked for)
 
 
 class _Probe(Exception):
@@ -121,8 +122,10 @@ class Gateway(ControlPlane):
 
         An id (a fresh one if None) becomes a URL path segment and may become a file name,
         so it must follow `errors.INSTANCE_ID_RULE`; GatewayError otherwise."""
-        instance_id = uuid.uuid4().hex[:12] if instance_id is None else instance_id
-        check_instance_id(instance_id)
+        if instance_id is None:
+            instance_id = os.urandom(6).hex()  # 48 random bits, as uuid4().hex[:12] had
+        else:
+            check_instance_id(instance_id)
         if instance_id in self._instances:
             raise GatewayError(f"instance {instance_id!r} already exists")
         inst = Instance.create(
@@ -162,6 +165,24 @@ class Gateway(ControlPlane):
         """The tools this principal may see (and call) on an instance."""
         inst = self.instance(instance)
         principal = self.resolve(principal)
+        return list(self._listed(inst, principal.role)[0])
+
+    def _listed(self, inst: Instance, role: str) -> tuple[tuple[Tool, ...], list[ToolInfo]]:
+        """The tools a role may see on an instance, and their infos, made once per role:
+        the instance's access rules empty the cache when they change, and the key holds
+        the rest a list depends on (the tool table, whether `get_time` is offered)."""
+        tools = self.env.tools
+        key = (role, self._offers_get_time(inst), id(tools), len(tools))
+        cache = inst.access.listed
+        found = cache.get(key)
+        if found is None:
+            if len(cache) >= _LISTED_ROLES:
+                cache.clear()  # callers may name any role: keep the cache bounded
+            visible = tuple(self._visible(inst, role))
+            found = cache[key] = (visible, [t.info() for t in visible])
+        return found  # type: ignore[no-any-return]
+
+    def _visible(self, inst: Instance, role: str) -> list[Tool]:
         tools = list(self.env.tools.values())
         if self._offers_get_time(inst) and GET_TIME.name not in self.env.tools:
             tools.append(GET_TIME)
@@ -172,9 +193,9 @@ class Gateway(ControlPlane):
             if self._open_roles:
                 roles.add(_UNNAMED_ROLE)
             return [t for t in tools if any(inst.access.allowed(r, t) for r in roles)]
-        if not self._role_known(principal.role):
+        if not self._role_known(role):
             return []
-        return [t for t in tools if inst.access.allowed(principal.role, t)]
+        return [t for t in tools if inst.access.allowed(role, t)]
 
     def _role_known(self, role: str) -> bool:
         # With strict roles, only the declared ones (and the system) are served.
@@ -188,8 +209,10 @@ class Gateway(ControlPlane):
         return principal
 
     def list_tools(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[ToolInfo]:
-        """`tools/list` for a principal: only what its role may call."""
-        return [t.info() for t in self.tools_for(principal, instance)]
+        """`tools/list` for a principal: only what its role may call. The infos are made once
+        per role and shared between calls: read them, or `model_copy` one to change it."""
+        inst = self.instance(instance)
+        return list(self._listed(inst, self.resolve(principal).role)[1])
 
     # -- the door ---------------------------------------------------------------------------
 
@@ -212,7 +235,9 @@ class Gateway(ControlPlane):
             principal = replace(principal, role=self.env.default_role)
         if self._performance:
             return await self._call_shared(inst, principal, tool, args, session)
-        async with inst.lock:
+        lock = inst.lock
+        await lock.acquire()  # not `async with`: one coroutine less per call
+        try:
             triggers = inst.triggers
             if not triggers.empty:  # the common case has none: skip the trigger work
                 await self._firer.fire_due(inst)
@@ -220,6 +245,8 @@ class Gateway(ControlPlane):
             if not triggers.empty:
                 await self._firer.fire_due(inst)
             return result
+        finally:
+            lock.release()
 
     async def _call_shared(
         self,
@@ -268,7 +295,7 @@ class Gateway(ControlPlane):
         problem: _Problem | None = None
         value: Any = None
         values: dict[str, Any] = {}
-        given: dict[str, Any] = {}
+        given: Any = ()  # the names of the arguments the caller gave
         ran = False
         denied = False
         if tool is None:
@@ -282,30 +309,42 @@ class Gateway(ControlPlane):
             problem = _Problem("denied", f"role {principal.role!r} may not call {name!r}")
         elif not isinstance(args, dict | None):
             problem = _Problem("invalid_arguments", "arguments must be an object")
-        elif args and (deep := _too_deep(args)) is not None:
-            problem = _Problem("invalid_arguments", f"invalid arguments for {name!r}: {deep}")
-            args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
         else:
-            try:
-                model = tool.args_model.model_validate(args or {})
-                values = dict(model.__dict__)
-                given = {k: values[k] for k in model.model_fields_set}
-            except ValidationError as exc:
-                problem = _Problem("invalid_arguments", _argument_errors(name, exc))
+            # Flat simple arguments skip pydantic (`env.fast_args`: the same values, or None).
+            fast = tool.fast_args()
+            checked = fast(args or {}) if fast is not None else None
+            if checked is not None and fast.flat:  # type: ignore[union-attr]
+                values, given = checked, args or ()  # flat: nothing can nest too deep
+            elif args and (deep := _too_deep(args)) is not None:
+                problem = _Problem("invalid_arguments", f"invalid arguments for {name!r}: {deep}")
+                args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
+            elif checked is not None:
+                values, given = checked, args or ()
+            else:
+                try:
+                    model = tool.args_model.model_validate(args or {})
+                    values = dict(model.__dict__)
+                    given = model.model_fields_set
+                except ValidationError as exc:
+                    problem = _Problem("invalid_arguments", _argument_errors(name, exc))
         text = ""
         if problem is None:
             assert tool is not None
             ran = True
             ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id)
             before = state.changes
-            owner = current_task() if tool.is_async or tool.blocking else None
+            slow = tool.is_async or tool.blocking
+            owner = current_task() if slow else None
             try:
-                if isolated and (tool.is_async or tool.blocking):
+                if isolated and slow:
                     # Its writes land at its end, in one step: that is its write window.
                     value, text, before = await self._invoke_isolated(tool, ctx, values)
                 else:
                     with state.transaction():
-                        value = await self._invoke(tool, ctx, values)
+                        if slow:
+                            value = await self._invoke(tool, ctx, values)
+                        else:  # most tools: a plain call, no coroutine to make
+                            value = tool.invoke(ctx, values)
                         # Encoding is part of the transaction: a result no transport can
                         # carry fails the call here, with its writes rolled back.
                         text = encode_result(value)
@@ -327,50 +366,47 @@ class Gateway(ControlPlane):
                 problem = _Problem("tool_error", crash(exc))
             if problem is not None and isolated:
                 before = state.changes  # nothing of it landed; others may have written meanwhile
-        if ran and kind == "call" and tool is not None:
-            if inst.clock.mode == "stepped":
-                declared = tool.duration
-                inst.clock.advance(
-                    declared if declared is not None else inst.clock.default_duration
-                )
+        if ran and kind == "call":
+            clock = inst.clock
+            if clock.mode == "stepped":
+                declared = tool.duration  # type: ignore[union-attr]
+                clock.advance(declared if declared is not None else clock.default_duration)
             if problem is None and ctx.spent:
-                inst.clock.advance(ctx.spent)
-        error = CallError(kind=problem.kind, message=problem.message) if problem else None
-        if error is not None:
-            value, text = None, f"Error: {error.message}"
-        record = inst.trajectory.append(
-            kind=kind,
-            wall_time=datetime.now(UTC),
-            virtual_time=vt,
-            role=principal.role,
-            principal=principal.name,
-            session=session,
-            tool=name,
-            # Copies: the record is history; neither the caller nor the tool may edit it.
-            args=copy_json(args) if isinstance(args, dict) else {"_invalid": repr(args)[:200]},
-            result=copy_json(value),
-            error=error,
-            denied=denied,
-            state_hash=state.hash(),
-            changelog_id=state.changes,
-            changelog_id_before=before if ran else None,  # the write window of GET /changes
-            duration_ms=(perf_counter() - started) * 1000,
-            trigger_id=trigger_id,
-            # encode_result proved a successful result clean: not encoded a second time.
-            result_text=text if error is None and ran else None,
+                clock.advance(ctx.spent)
+        if problem is not None:
+            error: CallError | None = CallError(kind=problem.kind, message=problem.message)
+            value, text, result_json = None, f"Error: {problem.message}", None
+        else:
+            error = None
+            # The record keeps the result as JSON text (encode_result proved it clean).
+            result_json = _quote(text) if isinstance(value, str) else text
+            if value is None:
+                result_json = None
+        state_hash = state.hash()
+        changelog_id = state.changes
+        seq = inst.trajectory.add_call(
+            kind,
+            time_ns() // 1000,
+            vt,
+            principal,
+            name,
+            # The record keeps the arguments' JSON text: history neither caller nor tool edits.
+            args if isinstance(args, dict) else {"_invalid": repr(args)[:200]},
+            result_json,
+            error,
+            denied,
+            state_hash,
+            changelog_id,
+            before if ran else None,  # the write window of GET /changes
+            (perf_counter() - started) * 1000,
+            session,
+            trigger_id,
         )
-        result = CallResult(
-            ok=error is None,
-            value=value,
-            text=text,
-            error=error,
-            changelog_id=record.changelog_id,
-            seq=record.seq,
-            state_hash=record.state_hash,
-        )
+        result = CallResult(error is None, value, text, error, changelog_id, seq, state_hash)
         if error is None and kind == "call" and not inst.triggers.empty:
             # Triggers see the arguments the caller gave, not the defaults filled in.
-            await self._firer.after_call(inst, principal, name, given, value)
+            given_values = {k: values[k] for k in given}
+            await self._firer.after_call(inst, principal, name, given_values, value)
         return result
 
     async def _invoke(self, tool: Tool, ctx: ToolContext, values: dict[str, Any]) -> Any:

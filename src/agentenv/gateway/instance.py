@@ -121,7 +121,7 @@ class SharedLock:
                 ticket.set_result(None)
 
 
-@dataclass
+@dataclass(slots=True, weakref_slot=True)
 class Instance:
     """Everything that belongs to one episode's copy of an environment.
 

@@ -55,12 +55,41 @@ class _Unsendable(Exception):
         self.cause = cause
 
 
+def _make_dumps() -> Any:
+    """`json.dumps(value, ensure_ascii=False, allow_nan=False)` without building an encoder
+    per call (most of a small dump's cost): the same C encoder, made once. It skips the
+    circular-reference check; anything it refuses is dumped again by `json.dumps` itself,
+    so errors (and their messages) are json's own."""
+    from json import encoder as _json
+
+    if _json.c_make_encoder is None:  # not CPython's C encoder: json.dumps it is
+        return None
+    default = json.JSONEncoder().default
+    return _json.c_make_encoder(
+        None, default, _json.encode_basestring, None, ": ", ", ", False, False, False
+    )
+
+
+_DUMPS = _make_dumps()
+
+
+def _dumps(value: Any) -> str:
+    if _DUMPS is not None:
+        try:
+            chunks = _DUMPS(value, 0)
+        except (TypeError, ValueError, RecursionError):
+            pass  # json.dumps below raises what json raises, with its message
+        else:
+            return chunks[0] if len(chunks) == 1 else "".join(chunks)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
 def _encode(value: Any) -> str:
     if isinstance(value, str):
         text = value
     else:
         try:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            text = _dumps(value)
         except (TypeError, ValueError, RecursionError) as exc:
             raise _Unsendable(exc) from None
         # Fewer brackets than the limit cannot nest past it: counted in C, no walk.

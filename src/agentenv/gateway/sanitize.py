@@ -80,9 +80,9 @@ def _make_encoder() -> Any:
     return lambda value, _level: [fallback.encode(value)]
 
 
-_ENCODE = _make_encoder()
-"""value, 0 -> list of str chunks. Raises on NaN/inf (ValueError), non-JSON (TypeError), a
-cycle or very deep nesting (RecursionError)."""
+ENCODE = _ENCODE = _make_encoder()
+"""value, 0 -> list of str chunks (compact JSON, non-ASCII kept). Raises on NaN/inf
+(ValueError), non-JSON (TypeError), a cycle or very deep nesting (RecursionError)."""
 
 
 def encode(value: Any) -> str:

@@ -18,6 +18,7 @@ length) never make a file. docs/trajectory.md has the figures.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import pickle
 import threading
@@ -26,14 +27,28 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from datetime import UTC, datetime
-from operator import attrgetter
+from datetime import datetime
 from typing import IO, Any, Literal, overload
 
 from pydantic import TypeAdapter
 
-from agentenv.gateway.sanitize import Sanitized, clean_fields, quick_size
+from agentenv.env.tool import Principal
+from agentenv.gateway.rows import (
+    KIND,
+    SEQ,
+    Dirty,
+    Row,
+    clean_text,
+    micros,
+    notes_of,
+    portable,
+    row_of,
+    time_of,
+)
+from agentenv.gateway.sanitize import ENCODE as _ENCODE
+from agentenv.gateway.sanitize import Sanitized, clean_fields
 from agentenv.gateway.spill import SpillFile
+from agentenv.spec.limits import MAX_JSON_DEPTH, raw_too_deep
 from agentenv.spec.wire import CallError
 
 HOT_RECORDS = 1024
@@ -89,9 +104,8 @@ RECORD_ADAPTER: TypeAdapter[TrajectoryRecord] = TypeAdapter(TrajectoryRecord)
 
 
 _FIELDS = tuple(f.name for f in dataclass_fields(TrajectoryRecord))
-_ROW = attrgetter(*_FIELDS)
-_TIMES = (_FIELDS.index("wall_time"), _FIELDS.index("virtual_time"))
-_TZ = attrgetter("tzinfo")
+_loads = json.loads
+_error = CallError.model_construct
 
 
 def record_line(record: TrajectoryRecord) -> bytes:
@@ -106,34 +120,49 @@ def record_line(record: TrajectoryRecord) -> bytes:
         return RECORD_ADAPTER.dump_json(TrajectoryRecord(**fields)) + b"\n"
 
 
-def _pack(records: list[TrajectoryRecord]) -> bytes:
-    """Records as a spill chunk: pickled columns, one per field, with a column of UTC
-    datetimes as an array of POSIX timestamps (pickling datetimes one by one was most of
-    a spill's cost; a float timestamp of a microsecond datetime round-trips exactly). A
-    chunk pickle refuses (a value of a class defined in a function, say) is their JSON
-    lines instead, which every appended record has."""
-    columns: list[Any] = list(zip(*map(_ROW, records), strict=True))
-    for i in _TIMES:
-        column = columns[i]
-        if None not in column and set(map(_TZ, column)) == {UTC}:
-            columns[i] = array("d", map(datetime.timestamp, column))
+def record(row: Row) -> TrajectoryRecord:
+    """The `TrajectoryRecord` a row stands for (a new object on every call)."""
+    (
+        seq, kind, wall, state_hash, changelog_id, before, virtual, role, principal, session,
+        tool, args, result, error_kind, error_message, denied, duration_ms, trigger_id, event,
+        detail, notes,
+    ) = row  # fmt: skip
+    return TrajectoryRecord(
+        seq=seq,
+        kind=kind,
+        wall_time=time_of(wall),  # type: ignore[arg-type]
+        state_hash=state_hash,
+        changelog_id=changelog_id,
+        changelog_id_before=before,
+        virtual_time=time_of(virtual),
+        role=role,
+        principal=principal,
+        session=session,
+        tool=tool,
+        args=None if args is None else _loads(args),
+        result=None if result is None else _loads(result),
+        error=None if error_kind is None else _error(kind=error_kind, message=error_message),
+        denied=denied,
+        duration_ms=duration_ms,
+        trigger_id=trigger_id,
+        event=event,
+        detail=detail,
+        sanitized=None if notes is None else notes_of(row),
+    )
+
+
+def _pack(rows: list[Row]) -> bytes:
+    """Rows as a spill chunk: the list pickled (rows hold only strings, numbers, None and
+    tuples of them, which pickle writes several times faster than JSON). A time in a zone
+    pickle refuses is written as its ISO text instead."""
     try:
-        return pickle.dumps(columns, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
-        return pickle.dumps(b"".join(map(record_line, records)))
+        return pickle.dumps(portable(rows), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unpack(data: bytes) -> list[TrajectoryRecord]:
-    columns = pickle.loads(data)  # our own spill file, written by _pack
-    if isinstance(columns, bytes):
-        return [RECORD_ADAPTER.validate_json(line) for line in columns.splitlines()]
-    for i in _TIMES:
-        if isinstance(columns[i], array):
-            columns[i] = [datetime.fromtimestamp(t, UTC) for t in columns[i]]
-    return [
-        TrajectoryRecord(**dict(zip(_FIELDS, row, strict=True)))
-        for row in zip(*columns, strict=True)
-    ]
+def _unpack(data: bytes) -> list[Row]:
+    return pickle.loads(data)  # type: ignore[no-any-return]  # our own spill file, by _pack
 
 
 def events_of(record: TrajectoryRecord) -> int:
@@ -159,50 +188,130 @@ class Trajectory:
         "_lock",
         "_spill",
         "_spill_after",
+        "_virtual",
     )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._hot: list[TrajectoryRecord] = []  # records _hot_start.. (new lists on a spill)
-        self._hot_events: list[int] = []  # the first event number of each
-        self._hot_sizes: list[int] = []  # about what each costs in memory
+        self._hot: list[Row] = []  # rows of records _hot_start.. (new lists on a spill)
+        self._hot_events = array("q")  # the first event number of each
+        self._hot_sizes = array("q")  # about what each costs in memory
         self._hot_start = 0
         self._hot_bytes = 0
         self._count = 0
         self._events = 0
         self._spill: SpillFile | None = None
         self._spill_after = 0  # after a failed spill: the window length of the next try
-        self._cache: dict[int, tuple[list[TrajectoryRecord], list[int]]] = {}
+        self._cache: dict[int, tuple[list[Row], list[int]]] = {}
+        self._virtual: tuple[Any, Any] = (None, None)  # the last virtual time and its slot
 
     def append(self, *, result_text: str | None = None, **fields: Any) -> TrajectoryRecord:
-        """Add a record. The gateway built the fields (no validation), but their values came
-        from callers and tools: whatever JSON cannot carry is replaced and noted in
-        `sanitized` (`gateway.sanitize`).
+        """Add a record; the record as a reader will read it back. The gateway built the
+        fields (no validation), but their values came from callers and tools: whatever JSON
+        cannot carry is replaced and noted in `sanitized` (`gateway.sanitize`).
 
-        `result_text`: the result's text when the caller has already proven the result JSON
-        every reader can carry (as `gateway.results.encode_result` does); it is then not
-        encoded again, and the text's length stands for its size."""
-        clean = result_text is not None
-        size = quick_size(fields, result_clean=clean)
-        if size is None:
-            notes = clean_fields(fields)
-            if notes:
-                fields["sanitized"] = notes
-            size = quick_size(fields, result_clean=clean) or 0
-        size += _RECORD_BYTES + (len(result_text) if clean else 0)
+        `result_text` is accepted for callers that have the result's text at hand; the row
+        keeps the result's JSON either way."""
+        row, size = row_of(0, fields)
+        return record(self._add(row, size))
+
+    def add_call(
+        self,
+        kind: str,
+        wall_us: int,
+        virtual_time: datetime | None,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        result_json: str | None,
+        error: CallError | None,
+        denied: bool,
+        state_hash: str,
+        changelog_id: int,
+        before: int | None,
+        duration_ms: float,
+        session: str | None = None,
+        trigger_id: str | None = None,
+    ) -> int:
+        """Add a call record, the gateway's hot path; its seq. `wall_us` is the wall time in
+        microseconds since the epoch; `result_json` the result's JSON text, already proven
+        clean (`gateway.results.encode_result`), or None for none. Anything else that needs
+        cleaning takes `append`'s way."""
+        role, name = principal.role, principal.name
+        try:
+            chunks = _ENCODE(args, 0)
+            text = chunks[0] if len(chunks) == 1 else "".join(chunks)
+            if not (text.isascii() and tool.isascii() and role.isascii()):
+                for value in (text, tool, role):
+                    clean_text(value)
+            if name is not None and not name.isascii():
+                clean_text(name)
+            if session is not None and not session.isascii():
+                clean_text(session)
+            if error is not None and not error.message.isascii():
+                clean_text(error.message)
+            if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
+                raise Dirty
+        except (Dirty, ValueError, TypeError, RecursionError, AttributeError):
+            fields = {
+                "kind": kind,
+                "wall_time": time_of(wall_us),
+                "virtual_time": virtual_time,
+                "role": role,
+                "principal": name,
+                "session": session,
+                "tool": tool,
+                "args": args,
+                "result": None if result_json is None else _loads(result_json),
+                "error": error,
+                "denied": denied,
+                "state_hash": state_hash,
+                "changelog_id": changelog_id,
+                "changelog_id_before": before,
+                "duration_ms": duration_ms,
+                "trigger_id": trigger_id,
+            }
+            row, size = row_of(0, fields)
+            return self._add(row, size)[SEQ]  # type: ignore[no-any-return]
+        last, slot = self._virtual
+        if virtual_time is not last:
+            slot = micros(virtual_time)
+            self._virtual = (virtual_time, slot)
+        size = len(text) + (len(result_json) if result_json else 0) + _RECORD_BYTES
+        error_kind = error_message = None
+        if error is not None:
+            error_kind, error_message = error.kind, error.message
         with self._lock:
-            record = TrajectoryRecord(seq=self._count, **fields)
-            self._hot.append(record)
-            self._hot_events.append(self._events)
-            self._hot_sizes.append(size)
-            self._hot_bytes += size
-            self._events += 2 if record.kind == "call" else 1
-            self._count += 1
-            if (len(self._hot) >= HOT_RECORDS or self._hot_bytes >= HOT_BYTES) and len(
-                self._hot
-            ) >= self._spill_after:
-                self._spill_oldest()
-        return record
+            seq = self._count
+            self._keep(
+                (
+                    seq, kind, wall_us, state_hash, changelog_id, before, slot, role, name,
+                    session, tool, text, result_json, error_kind, error_message, denied,
+                    duration_ms, trigger_id, None, None, None,
+                ),
+                size,
+            )  # fmt: skip
+        return seq
+
+    def _add(self, row: Row, size: int) -> Row:
+        """Number a row (its seq slot) and keep it; the numbered row."""
+        with self._lock:
+            row = (self._count, *row[1:])
+            self._keep(row, size + _RECORD_BYTES)
+        return row
+
+    def _keep(self, row: Row, size: int) -> None:
+        """Keep the next row (numbered `self._count`). Called with the lock held."""
+        self._hot.append(row)
+        self._hot_events.append(self._events)
+        self._hot_sizes.append(size)
+        self._hot_bytes += size
+        self._events += 2 if row[KIND] == "call" else 1
+        self._count += 1
+        if (len(self._hot) >= HOT_RECORDS or self._hot_bytes >= HOT_BYTES) and len(
+            self._hot
+        ) >= self._spill_after:
+            self._spill_oldest()
 
     def _spill_oldest(self) -> None:
         """Move the oldest in-memory records to the spill file, until at most half of each
@@ -249,32 +358,32 @@ class Trajectory:
         """How many of the oldest records are held on disk, not in memory."""
         return self._hot_start
 
-    def _view(self) -> tuple[int, list[TrajectoryRecord], list[int]]:
+    def _view(self) -> tuple[int, list[Row], array[int]]:
         with self._lock:
             return self._hot_start, self._hot, self._hot_events
 
-    def _chunk(self, index: int, *, keep: bool = True) -> tuple[list[TrajectoryRecord], list[int]]:
-        """The records of spilled chunk `index`, decoded, and each one's first event."""
+    def _chunk(self, index: int, *, keep: bool = True) -> tuple[list[Row], list[int]]:
+        """The rows of spilled chunk `index`, decoded, and each one's first event."""
         cached = self._cache.get(index)
         if cached is not None:
             return cached
         assert self._spill is not None
         spill = self._spill
-        records = _unpack(spill.read(index))
+        rows = _unpack(spill.read(index))
         firsts: list[int] = []
         number = spill.first_event[index]
-        for record in records:
+        for row in rows:
             firsts.append(number)
-            number += events_of(record)
+            number += 2 if row[KIND] == "call" else 1
         if keep:
             with self._lock:
                 while len(self._cache) >= _CACHED_CHUNKS:
                     del self._cache[next(iter(self._cache))]
-                self._cache[index] = (records, firsts)
-        return records, firsts
+                self._cache[index] = (rows, firsts)
+        return rows, firsts
 
-    def _locate(self, seq: int) -> tuple[TrajectoryRecord, int]:
-        """Record `seq` (0 <= seq < len) and its first event number."""
+    def _locate(self, seq: int) -> tuple[Row, int]:
+        """Record `seq`'s row (0 <= seq < len) and its first event number."""
         start, hot, hot_events = self._view()
         if seq >= start:
             return hot[seq - start], hot_events[seq - start]
@@ -326,7 +435,7 @@ class Trajectory:
             if step == 1:
                 return list(self.records(start, stop))
             return [self[i] for i in range(start, stop, step)]
-        return self._locate(self._index(index))[0]
+        return record(self._locate(self._index(index))[0])
 
     def records(self, start: int = 0, stop: int | None = None) -> Iterator[TrajectoryRecord]:
         """The records `start` to `stop` (the end as it is when iteration begins), in order,
@@ -336,14 +445,14 @@ class Trajectory:
         while seq < stop:
             hot_start, hot, _ = self._view()
             if seq >= hot_start:
-                yield from hot[seq - hot_start : stop - hot_start]
+                yield from map(record, hot[seq - hot_start : stop - hot_start])
                 return
             assert self._spill is not None
             index = self._spill.chunk_of(seq)
             first = self._spill.first_seq[index]
-            records, _ = self._chunk(index, keep=False)
-            yield from records[seq - first : stop - first]
-            seq = first + len(records)
+            rows, _ = self._chunk(index, keep=False)
+            yield from map(record, rows[seq - first : stop - first])
+            seq = first + len(rows)
 
     def since(self, seq: int = 0) -> list[TrajectoryRecord]:
         """The records from `seq` on."""

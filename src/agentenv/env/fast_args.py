@@ -1,0 +1,135 @@
+"""A fast path for validating the flat, simple arguments most tool calls carry.
+
+`Tool.args_model.model_validate` (pydantic) costs about 1.5 µs a call, most of it building
+the model instance the gateway then takes apart again. For a tool whose parameters are all
+of a handful of plain types (`str`, `int`, `float`, `bool`, `Any`, bare `list` and `dict`,
+`Literal[...]` of strings or ints, unions of these with each other and with None), with no
+constraints, aliases or validators, `FastArgs` checks the arguments itself.
+
+It never says no: it either gives exactly what pydantic would give (the same values, in the
+model's field order) or None, and then the gateway asks pydantic, which gives its verdict
+and its messages. So it only accepts what pydantic accepts unchanged: a value of exactly a
+declared type (no subclasses, no coercions: `"5"` for an int, `True` for an int, `5` for a
+float all go to pydantic), no unknown or missing arguments. Bare `list` and `dict` values are
+copied one level, as pydantic does. tests/env/test_tool.py compares the two over many inputs.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+_REQUIRED: Any = object()
+_ANY = object()  # a field of type Any: every value, kept as it is
+_PLAIN = {str: (str,), int: (int,), float: (float,), bool: (bool,), list: (list,), dict: (dict,)}
+_IMMUTABLE_DEFAULTS = (type(None), bool, int, float, str)
+_CONFIG_KEYS = {"extra", "title", "protected_namespaces", "json_schema_extra", "defer_build"}
+
+
+class FastArgs:
+    """The fast argument check of one args model (see the module docstring)."""
+
+    __slots__ = ("_fields", "flat")
+
+    def __init__(self, fields: list[tuple[str, Any, Any]]) -> None:
+        # (name, accepted: a tuple of exact types | a frozenset of (type, value) | _ANY, default)
+        self._fields = fields
+        self.flat = not any(
+            accepted is _ANY or (type(accepted) is tuple and (list in accepted or dict in accepted))
+            for _, accepted, _ in fields
+        )
+        """No field takes a container: arguments it accepts are flat (nothing nests)."""
+
+    @classmethod
+    def of(cls, model: type[BaseModel]) -> FastArgs | None:
+        """The fast check for `model`, or None when some field is not simple enough."""
+        config = model.model_config
+        if config.get("extra") != "forbid" or not set(config) <= _CONFIG_KEYS:
+            return None  # any other setting may change what pydantic accepts
+        if _has_validators(model):
+            return None
+        fields: list[tuple[str, Any, Any]] = []
+        for name, info in model.model_fields.items():
+            if info.metadata or info.alias or info.validation_alias or info.default_factory:
+                return None
+            accepted = _accepted(info.annotation)
+            if accepted is None:
+                return None
+            default = info.default
+            if default is PydanticUndefined:
+                default = _REQUIRED
+            elif type(default) not in _IMMUTABLE_DEFAULTS:
+                return None  # pydantic copies mutable defaults; leave those to it
+            fields.append((name, accepted, default))
+        return cls(fields)
+
+    def __call__(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The validated values (every field, in order), or None: ask pydantic."""
+        values: dict[str, Any] = {}
+        given = 0
+        for name, accepted, default in self._fields:
+            if name in args:
+                value = args[name]
+                given += 1
+                kind = type(value)
+                if accepted is _ANY:
+                    pass
+                elif type(accepted) is tuple:
+                    if kind not in accepted:
+                        return None
+                    if kind is list:
+                        value = list(value)
+                    elif kind is dict:
+                        value = dict(value)
+                elif kind not in (str, int) or (kind, value) not in accepted:
+                    return None
+                values[name] = value
+            elif default is _REQUIRED:
+                return None
+            else:
+                values[name] = default
+        if given != len(args):
+            return None  # an unknown argument (or a key that is not a field name)
+        return values
+
+
+def _has_validators(model: type[BaseModel]) -> bool:
+    decorators = model.__pydantic_decorators__
+    return any(
+        (
+            decorators.validators,
+            decorators.field_validators,
+            decorators.root_validators,
+            decorators.model_validators,
+        )
+    )
+
+
+def _accepted(annotation: Any) -> Any:
+    """What a field of this type accepts on the fast path, or None (not simple enough)."""
+    if annotation is Any:
+        return _ANY
+    plain = _PLAIN.get(annotation)
+    if plain is not None:
+        return plain
+    if annotation is None or annotation is type(None):
+        return (type(None),)
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        values = typing.get_args(annotation)
+        if not all(type(v) in (str, int) for v in values):
+            return None  # bools, enums, bytes, None: pydantic's rules, not ours
+        return frozenset((type(v), v) for v in values)
+    if origin is typing.Union or origin is types.UnionType:
+        parts = [_accepted(a) for a in typing.get_args(annotation)]
+        if any(p is None or p is _ANY or type(p) is not tuple for p in parts):
+            return None
+        kinds = tuple(k for p in parts for k in p)
+        if (list in kinds or dict in kinds) and len(kinds) > 1 + (type(None) in kinds):
+            return None  # a union over containers: pydantic's smart-union rules decide
+        return kinds
+    return None
