@@ -23,6 +23,7 @@ from agentenv.rollout.jsonsafe import safe_text
 from agentenv.rollout.local import DEFAULT_CONCURRENCY, LocalRunner, RolloutSummary
 from agentenv.rollout.metrics import compute_metrics
 from agentenv.rollout.plan import PlanError, RolloutPlan
+from agentenv.rollout.processes import ProcessRunner, WorkerStartError
 from agentenv.rollout.progress import RichProgress
 from agentenv.rollout.ray_runner import (
     DEFAULT_BATCH_SIZE,
@@ -116,7 +117,9 @@ def rollout(
     ] = None,
     concurrency: Annotated[
         int,
-        typer.Option("--concurrency", "-c", min=1, help="Episodes at once (per Ray worker)."),
+        typer.Option(
+            "--concurrency", "-c", min=1, help="Episodes at once (per worker: Ray, processes)."
+        ),
     ] = DEFAULT_CONCURRENCY,
     timeout: Annotated[
         float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
@@ -130,12 +133,23 @@ def rollout(
     retry_errors: Annotated[
         bool, typer.Option("--retry-errors", help="With --resume, run errors and timeouts again.")
     ] = False,
-    backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="local (one process), processes (one worker process per core) or ray.",
+        ),
+    ] = "local",
     address: Annotated[
         str | None, typer.Option("--address", help="Ray cluster address (e.g. auto).")
     ] = None,
     workers: Annotated[
-        int | None, typer.Option("--workers", min=1, help="Ray workers (default: cluster CPUs).")
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Workers: processes (default: this machine's cores) or Ray (cluster CPUs).",
+        ),
     ] = None,
     batch_size: Annotated[
         int, typer.Option("--batch-size", min=1, help="Episodes per Ray batch.")
@@ -145,7 +159,7 @@ def rollout(
         typer.Option(
             "--worker-retries",
             min=0,
-            help="Ray: how often an episode may run again after its worker died.",
+            help="Ray, processes: how often an episode may run again after its worker died.",
         ),
     ] = DEFAULT_WORKER_RETRIES,
     progress: Annotated[
@@ -160,8 +174,10 @@ def rollout(
     Every episode has a stable id, so `--resume` with the same arguments runs only the
     episodes the folder does not hold yet. Exits 130 when interrupted.
     """
-    if backend not in ("local", "ray"):
-        fail(f"--backend must be local or ray, got {backend!r}")
+    if backend not in ("local", "processes", "ray"):
+        fail(f"--backend must be local, processes or ray, got {backend!r}")
+    if workers is not None and backend == "local":
+        fail("--workers is for --backend processes or ray")
     if address is not None and backend != "ray":
         fail("--address is for --backend ray")
     seeds = _seed_sets(seed or [], seeds_file)
@@ -208,9 +224,18 @@ def rollout(
                     concurrency=concurrency,
                     **options,
                 ).run()
+            elif backend == "processes":
+                summary = ProcessRunner(
+                    plan,
+                    store,
+                    workers=workers,
+                    concurrency=concurrency,
+                    worker_retries=worker_retries,
+                    **options,
+                ).run()
             else:
                 summary = LocalRunner(plan, store, concurrency=concurrency, **options).run_sync()
-        except (StoreError, RayUnavailable, ValueError) as exc:
+        except (StoreError, RayUnavailable, WorkerStartError, ValueError) as exc:
             fail(str(exc))
     _print_summary(summary, folder)
     if summary.interrupted:

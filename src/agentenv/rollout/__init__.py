@@ -1,5 +1,5 @@
 """Rollouts: many episodes of a plan (tasks x agents x seeds x repeats) on this machine or
-a Ray cluster, into a resumable run folder; exporters for training; metrics.
+a Ray cluster (or every core of this machine: ProcessRunner), into a resumable run folder; exporters for training; metrics.
 
     plan = RolloutPlan.build(["examples/bundles/support-desk"], ["oracle"], repeats=8)
     summary = LocalRunner(plan, "runs/r1", concurrency=256).run_sync()
@@ -32,6 +32,7 @@ from agentenv.rollout.plan import (
     episode_id,
     resolve_targets,
 )
+from agentenv.rollout.processes import ProcessRunner, WorkerStartError
 from agentenv.rollout.progress import Progress, RichProgress
 from agentenv.rollout.ray_runner import RayRunner, RayUnavailable
 from agentenv.rollout.store import (
@@ -55,6 +56,7 @@ __all__ = [
     "PlanAgent",
     "PlanError",
     "PlannedEpisode",
+    "ProcessRunner",
     "Progress",
     "PromptEntry",
     "RayRunner",
@@ -67,6 +69,7 @@ __all__ = [
     "SliceMetrics",
     "StoreError",
     "StoreLocked",
+    "WorkerStartError",
     "compute_metrics",
     "episode_id",
     "export_run",
