@@ -368,7 +368,7 @@ def report(
             ratio = m["rate"] / base["rate"]  # type: ignore[operator]
             cpu = "   n/a"
             if m["cpu"] is not None and base["cpu"] is not None:
-                cpu = f"{m['cpu']:6.0f} µs/call ({base['cpu'] / m['cpu']:4.2f}x less than bare)"
+                cpu = f"{m['cpu']:6.0f} µs/call (bare's / this: {base['cpu'] / m['cpu']:4.2f}x)"
             print(
                 f"  {labels[name]:25s} {m['rate']:8.0f} calls/s ({ratio:4.2f}x bare)  "
                 f"p50 {m['p50']:6.2f} ms  p99 {m['p99']:6.2f} ms  server CPU {cpu}"

@@ -51,6 +51,7 @@ MAX_EPISODE_ID = 255
 _log = logging.getLogger(__name__)
 _ROLE = ROLE_HEADER.encode()
 _SESSION = SESSION_HEADER.encode()
+_HANDSHAKE_HEADERS = frozenset({b"authorization", _ROLE, _SESSION})
 _CLOSED = object()  # what `Session.answer` returns for a `close` frame
 
 
@@ -106,14 +107,12 @@ class SessionEndpoint:
         refusal = handshake_refusal(scope, loopback=self.loopback, trusted=self.auth.trusted)
         if refusal is not None:
             raise _Denied(refusal.status, refusal.kind, refusal.message, refusal.hint)
-        role = authorization = session_id = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                authorization = value.decode("latin-1")
-            elif name == _ROLE:
-                role = value.decode("latin-1")
-            elif name == _SESSION:
-                session_id = value.decode("latin-1")
+        found: dict[bytes, str] = {}
+        for name, value in scope["headers"]:  # the first of a repeated header, as REST reads it
+            if name in _HANDSHAKE_HEADERS and name not in found:
+                found[name] = value.decode("latin-1")
+        role, authorization = found.get(_ROLE), found.get(b"authorization")
+        session_id = found.get(_SESSION)
         try:
             principal = self.auth.principal(role, authorization)
         except AuthError as exc:
