@@ -195,7 +195,19 @@ class Firer:
     async def fire_due(self, inst: Instance) -> None:
         """Fire queued and time triggers whose moment has come, then schedule the next
         visit (if the clock can bring one due by itself)."""
-        for firing in inst.triggers.due(inst.clock.now(), inst.clock.start):
+        engine, clock = inst.triggers, inst.clock
+        mark = engine.next_mark()
+        if mark is None:  # nothing waits for the clock (action and state triggers only)
+            if engine.tick_gen:
+                self.ticker.settle(inst, None, None)
+            return
+        now = clock.now()
+        if now is None or mark > now:
+            # Nothing due (the common case on the call path): `due` would hand out nothing
+            # and change nothing, so its scan is skipped.
+            self.ticker.settle(inst, mark, now)
+            return
+        for firing in engine.due(now, clock.start):
             await self.fire(inst, firing)
         self.ticker.schedule(inst)
 

@@ -104,14 +104,18 @@ class Ticker:
 
     def schedule(self, inst: Instance) -> None:
         """Work out when `inst` next has something due and keep one live entry for it."""
+        self.settle(inst, inst.triggers.next_mark(), inst.clock.now())
+
+    def settle(self, inst: Instance, mark: datetime | None, now: datetime | None) -> None:
+        """`schedule`, given the instance's `next_mark` and its clock's `now()` (what
+        `fire_due` has just read): an unchanged due time costs a comparison."""
         engine = inst.triggers
-        clock = inst.clock
-        mark = engine.next_mark()
-        if mark is None or not clock.armed:
+        if mark is None or now is None:  # nothing waits for the clock, or it is unarmed
             if engine.tick_gen:
                 engine.tick_gen, engine.tick_key = 0, None
             return
-        if clock.moves_by_itself:
+        clock = inst.clock
+        if clock.mode == "wall" and clock.rate > 0:  # armed: it moves by itself
             key = (mark, clock.epoch)
             if engine.tick_gen and engine.tick_key == key:
                 return  # the live entry already says when
@@ -122,16 +126,11 @@ class Ticker:
             if clock.real_time is not self.time_source:  # another source: same pace, offset
                 real += self.time_source() - clock.real_time()
             self._push(engine, inst.id, real, key)
-            return
-        now = clock.now()
-        assert now is not None
-        if mark > now:  # only a call or a control op moves this clock: they fire it
+        elif mark > now:  # only a call or a control op moves this clock: they fire it
             if engine.tick_gen:
                 engine.tick_gen, engine.tick_key = 0, None
-            return
-        if engine.tick_gen and engine.tick_key is None:
-            return  # already waiting for a visit
-        self._push(engine, inst.id, self.time_source(), None)
+        elif not (engine.tick_gen and engine.tick_key is None):  # not yet waiting for a visit
+            self._push(engine, inst.id, self.time_source(), None)
 
     def _push(
         self, engine: TriggerEngine, instance_id: str, at: float, key: tuple[datetime, int] | None
