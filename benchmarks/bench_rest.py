@@ -3,6 +3,7 @@
     python benchmarks/bench_rest.py            # full run (a few minutes)
     python benchmarks/bench_rest.py --quick    # fewer calls and rounds (under 2 minutes)
     python benchmarks/bench_rest.py --prerecord 0   # skip the "after 1M recorded calls" server
+    python benchmarks/bench_rest.py --no-freeze     # our servers without make_server's gc.freeze()
 
 Each server runs in its own process under uvicorn with the same config (access log off),
 on a free loopback port:
@@ -125,7 +126,7 @@ def prerecord(gateway: Gateway, calls: int) -> float:
     return time.perf_counter() - start
 
 
-def serve(which: str, port: int, calls: int) -> None:
+def serve(which: str, port: int, calls: int, freeze: bool) -> None:
     import uvicorn
 
     if which == "bare":
@@ -142,11 +143,84 @@ def serve(which: str, port: int, calls: int) -> None:
     from agentenv.serve import make_server
 
     gateway = Gateway(build_env())
-    server = make_server(gateway, host=HOST, port=port, log_level="error")  # gc.freeze() here
+    server = make_server(gateway, host=HOST, port=port, log_level="error", freeze_gc=freeze)
     if calls:
         took = prerecord(gateway, calls)
         print(f"  (aged server: {calls:,} calls recorded in {took:.1f} s)", flush=True)
     server.run()
+
+
+# -- in process: the ASGI apps alone, no uvicorn, no socket -------------------------------
+
+
+def _scope() -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/step",
+        "raw_path": b"/step",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(CALL_BODY)).encode()),
+        ],
+        "client": (HOST, 50000),
+        "server": (HOST, 8000),
+        "state": {},
+    }
+
+
+def asgi_us(which: str, calls: int) -> float:
+    """µs per `/step` of one app's ASGI callable driven in process (a fresh app each time,
+    so the trajectory is as long in every round)."""
+    from agentenv.serve import create_app
+
+    app = bare_app() if which == "bare" else create_app(Gateway(build_env()))
+    message = {"type": "http.request", "body": CALL_BODY, "more_body": False}
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return message
+
+    async def send(answer: Any) -> None:
+        sent.append(answer)
+
+    async def run() -> float:
+        for _ in range(50):
+            await app(_scope(), receive, send)
+        sent.clear()
+        start = time.perf_counter()
+        for _ in range(calls):
+            await app(_scope(), receive, send)
+        elapsed = time.perf_counter() - start
+        assert sent[0]["status"] == 200, sent
+        return elapsed / calls * 1e6
+
+    return asyncio.run(run())
+
+
+def gateway_us(calls: int) -> float:
+    """µs per in-process `Gateway.call` of the same tool (what a transport adds to)."""
+    return prerecord(Gateway(build_env()), calls) / calls * 1e6
+
+
+def in_process(rounds: int, calls: int) -> None:
+    """Print the in-process figures: the apps alone, beside `Gateway.call` alone."""
+    bare, ours, gate = [], [], []
+    for _ in range(rounds):
+        bare.append(asgi_us("bare", calls))
+        ours.append(asgi_us("ours", calls))
+        gate.append(gateway_us(calls))
+    b, o, g = statistics.median(bare), statistics.median(ours), statistics.median(gate)
+    print(f"\nin process (the ASGI app alone, no uvicorn, no socket), {rounds} rounds")
+    print(f"  bare  {b:6.1f} µs/request")
+    print(f"  ours  {o:6.1f} µs/request ({b / o:4.2f}x bare's rate)")
+    print(f"  Gateway.call alone {g:6.1f} µs: the transport adds {o - g:5.1f} µs")
 
 
 def free_port() -> int:
@@ -158,7 +232,7 @@ def free_port() -> int:
 class Served:
     """One server in its own process, on a free loopback port."""
 
-    def __init__(self, which: str, prerecorded: int = 0) -> None:
+    def __init__(self, which: str, prerecorded: int = 0, freeze: bool = True) -> None:
         self.which = which
         self.port = free_port()
         self.prerecorded = prerecorded
@@ -172,6 +246,7 @@ class Served:
                 str(self.port),
                 "--prerecord",
                 str(prerecorded),
+                *([] if freeze else ["--no-freeze"]),
             ]
         )
 
@@ -218,6 +293,17 @@ def measure(served: Served, clients: int, calls: int) -> tuple[LoadResult, float
     return result, cpu
 
 
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of a process in MB (None where /proc is absent)."""
+    try:
+        for line in open(f"/proc/{pid}/status").read().splitlines():  # noqa: SIM115
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def _median(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None
@@ -233,19 +319,26 @@ def main() -> None:
         default=1_000_000,
         help="calls the aged server records before serving (0: no aged server)",
     )
+    parser.add_argument(
+        "--no-freeze", action="store_true", help="our servers without make_server's gc.freeze()"
+    )
     parser.add_argument("--serve", choices=["bare", "ours"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.serve:
-        serve(opts.serve, opts.port, opts.prerecord)
+        serve(opts.serve, opts.port, opts.prerecord, not opts.no_freeze)
         return
 
     rounds = opts.rounds or (3 if opts.quick else 5)
     seq_calls, par_calls = (1500, 4000) if opts.quick else (4000, 12000)
-    print(f"POST /step, {rounds} interleaved rounds, pid {os.getpid()} drives the load")
-    servers = [Served("bare"), Served("ours")]
+    print(
+        f"POST /step, {rounds} interleaved rounds, pid {os.getpid()} drives the load"
+        + ("" if not opts.no_freeze else ", our servers without gc.freeze()")
+    )
+    freeze = not opts.no_freeze
+    servers = [Served("bare"), Served("ours", freeze=freeze)]
     if opts.prerecord:
-        servers.append(Served("aged", opts.prerecord))
+        servers.append(Served("aged", opts.prerecord, freeze=freeze))
     try:
         for served in servers:
             served.wait_ready(timeout=60 + opts.prerecord / 5000)
@@ -256,16 +349,19 @@ def main() -> None:
                     figures.setdefault((served.which, clients), []).append(
                         measure(served, clients, calls)
                     )
+        rss = {s.which: rss_mb(s.process.pid) for s in servers}
     finally:
         for served in servers:
             served.close()
-    report(figures, [s.which for s in servers], opts.prerecord)
+    report(figures, [s.which for s in servers], opts.prerecord, rss)
+    in_process(rounds, 2000 if opts.quick else 10000)
 
 
 def report(
     figures: dict[tuple[str, int], list[tuple[LoadResult, float | None]]],
     names: list[str],
     prerecorded: int,
+    rss: dict[str, float | None],
 ) -> None:
     """Print the medians, each beside bare's (and aged beside fresh ours) as a ratio."""
 
@@ -297,6 +393,8 @@ def report(
             f"\nafter {prerecorded:,} recorded calls, p99 at 32 clients: {aged['p99']:.2f} ms vs "
             f"{fresh['p99']:.2f} ms fresh, {ratio:.2f}x (goal <= 1.5x)"
         )
+        if rss["aged"] is not None and rss["ours"] is not None:
+            print(f"  server RSS: aged {rss['aged']:.0f} MB, fresh {rss['ours']:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ refused id never becomes an instance. The rule itself is the gateway's
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -82,3 +83,42 @@ def test_a_generated_id_follows_the_rule(served: httpx.Client, gateway: Gateway)
     # The gateway checks what it generates by the same rule it holds callers to.
     gateway.drop_instance(new)
     assert gateway.create_instance(new).id == new
+
+
+# -- one route table: an instance's routes are the root's ---------------------------------
+
+
+def test_every_root_route_answers_under_an_instance_as_at_the_root(
+    served: httpx.Client, gateway: Gateway
+) -> None:
+    # The instance routes are not registered twice: the root ones serve them (with the
+    # instance id in the path parameters). A fresh instance answers every read as the
+    # default one does, and a write through one is seen through that one only.
+    served.post("/instances", json={"id": "ep"})
+    card_root = served.get("/.well-known/agent-env.json").json()
+    card_ep = served.get("/instances/ep/.well-known/agent-env.json").json()
+    assert json.dumps(card_ep).count("/instances/ep/") > 0
+    assert json.dumps(card_root).count("/instances/") == 0
+    for path in ("/state", "/clock/state", "/triggers/state", "/trajectory", "/changes"):
+        root, inst = served.get(path), served.get(f"/instances/ep{path}")
+        assert (root.status_code, inst.status_code) == (200, 200), (path, inst.text)
+    served.put("/instances/ep/clock/set-time", json={"virtual_time": "2026-03-02T09:00:00Z"})
+    assert served.get("/instances/ep/clock/time").status_code == 200
+    assert served.get("/clock/time").status_code == 404  # the default clock is not armed
+    state = served.get("/instances/ep/clock/state").json()
+    assert state["env_get_time_url"].endswith("/instances/ep/clock/time")
+    assert served.get("/instances/nope/clock/state").status_code == 404
+    assert served.put("/instances/ep/step").status_code == 405
+    assert served.put("/instances/ep/step").headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    "path", ["/instances/ep/instances", "/instances/ep/openapi.json", "/instances/ep/docs"]
+)
+def test_app_routes_are_not_served_under_an_instance(served: httpx.Client, path: str) -> None:
+    # Only the root routes every instance has are routed under /instances/{id}/: the
+    # app's own (the instance list, the OpenAPI document) are not, as before.
+    served.post("/instances", json={"id": "ep"})
+    r = served.get(path)
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["kind"] == "not_found"

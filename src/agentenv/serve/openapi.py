@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
+from starlette.routing import BaseRoute
 
 from agentenv.serve._openapi_refs import SCHEMAS, add_component, free_name, hoist_defs, hoisted
 from agentenv.spec.wire import (
@@ -106,11 +107,13 @@ def operation_doc(
 def openapi_schema(
     app: FastAPI,
     *,
+    routes: Sequence[BaseRoute] | None = None,
     tokens_required: bool = False,
     loopback: bool = True,
     tools: Iterable[ToolInfo] = (),
 ) -> dict[str, Any]:
-    """The OpenAPI document of `app`, built once and cached on it. `tokens_required`: the
+    """The OpenAPI document of `app` (of `routes`, if given, else the app's), built once
+    and cached on it. `tokens_required`: the
     server wants bearer tokens (else it is in trusted local mode and reads the role header);
     `loopback`: it listens on loopback only (and checks `Host`); `tools`: the environment's
     tools, each described as a `/step` body of its own (its name and its input schema)."""
@@ -119,7 +122,7 @@ def openapi_schema(
             title=app.title,
             version=app.version,
             description=app.description,
-            routes=app.routes,
+            routes=app.routes if routes is None else list(routes),
         )
         app.openapi_schema = complete(
             doc, tokens_required=tokens_required, loopback=loopback, tools=tools
