@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from bisect import bisect_right
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,6 +45,7 @@ from agentenv import Gateway, Principal
 from agentenv.gateway.events import render
 from agentenv.gateway.trajectory import RECORD_ADAPTER, Trajectory, TrajectoryRecord
 from agentenv.serve import create_app
+from agentenv.state._canonical import copy_json
 
 # -- the baseline: the trajectory before issue 11 -------------------------------------------
 
@@ -62,6 +66,46 @@ class OldTrajectory:
         self._first_event.append(self._events)
         self._events += 2 if record.kind == "call" else 1
         return record
+
+    def add_call(
+        self,
+        kind: str,
+        wall_us: int,
+        virtual_time: Any,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        result_json: str | None,
+        error: Any,
+        denied: bool,
+        state_hash: str,
+        changelog_id: int,
+        before: int | None,
+        duration_ms: float,
+        session: str | None = None,
+        trigger_id: str | None = None,
+    ) -> int:
+        """What the gateway did per call before issue 12: copies of the arguments and the
+        result (the result's JSON parsed stands in for `copy_json` of the value, which this
+        gateway no longer hands over), a datetime, the record object."""
+        return self.append(
+            kind=kind,
+            wall_time=datetime.now(UTC),
+            virtual_time=virtual_time,
+            role=principal.role,
+            principal=principal.name,
+            session=session,
+            tool=tool,
+            args=copy_json(args),
+            result=None if result_json is None else json.loads(result_json),
+            error=error,
+            denied=denied,
+            state_hash=state_hash,
+            changelog_id=changelog_id,
+            changelog_id_before=before,
+            duration_ms=duration_ms,
+            trigger_id=trigger_id,
+        ).seq
 
     @property
     def event_count(self) -> int:
@@ -243,6 +287,31 @@ def call_loop_us(cls: type, calls: int, per_instance: int, repeats: int) -> floa
     return min(asyncio.run(one()) for _ in range(repeats))
 
 
+def held_per_record(cls: type, calls: int) -> tuple[float, float]:
+    """Bytes of memory and GC-tracked objects one record holds, in process: `calls` calls
+    (fewer than the window, so nothing spills) on an instance with a trajectory of `cls`."""
+    gateway = Gateway(build_env(100))
+    principal = Principal("agent")
+    inst = gateway.create_instance()
+    inst.trajectory = cls()
+
+    async def run(n: int) -> None:
+        for _ in range(n):
+            await gateway.call(principal, "read_note", {"note_id": "n7"}, instance=inst.id)
+
+    asyncio.run(run(10))  # warm
+    gc.collect()
+    objects = len(gc.get_objects())
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    asyncio.run(run(calls))
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    tracked = len(gc.get_objects()) - objects
+    return (after - before) / calls, tracked / calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20,000 calls instead of 100,000")
@@ -277,6 +346,14 @@ def main() -> None:
         f"  baseline, old route: {old['get_s']:.2f} s; a /step meanwhile waited at most {old['step_wait_ms']:.0f} ms"
     )
 
+    window = 1000  # below HOT_RECORDS: every record is in memory
+    new_bytes, new_objects = held_per_record(Trajectory, window)
+    old_bytes, old_objects = held_per_record(OldTrajectory, window)
+    print(f"in process, what one record holds in memory ({window} read calls, none spilled):")
+    print(
+        f"  new trajectory: {new_bytes / 1024:.2f} KB, {new_objects:.2f} GC-tracked objects; "
+        f"baseline, old-style: {old_bytes / 1024:.2f} KB, {old_objects:.2f} GC-tracked objects"
+    )
     print("recording cost, in-process Gateway.call (read tool), CPU µs/call, best of", repeats)
     for label, per_instance in (
         ("short trajectories (500 calls)", 500),

@@ -16,17 +16,27 @@ copied one level, as pydantic does. tests/env/test_tool.py compares the two over
 
 from __future__ import annotations
 
+import operator
 import types
 import typing
 from typing import Any, Literal
 
+from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 _REQUIRED: Any = object()
+_NONE = type(None)
+_LITERAL_KINDS = (str, int, _NONE)
+_BOUNDS = {
+    Ge: ("ge", operator.ge),
+    Gt: ("gt", operator.gt),
+    Le: ("le", operator.le),
+    Lt: ("lt", operator.lt),
+}
 _ANY = object()  # a field of type Any: every value, kept as it is
 _PLAIN = {str: (str,), int: (int,), float: (float,), bool: (bool,), list: (list,), dict: (dict,)}
-_IMMUTABLE_DEFAULTS = (type(None), bool, int, float, str)
+_IMMUTABLE_DEFAULTS = (_NONE, bool, int, float, str)
 _CONFIG_KEYS = {"extra", "title", "protected_namespaces", "json_schema_extra", "defer_build"}
 
 
@@ -35,12 +45,13 @@ class FastArgs:
 
     __slots__ = ("_fields", "flat")
 
-    def __init__(self, fields: list[tuple[str, Any, Any]]) -> None:
-        # (name, accepted: a tuple of exact types | a frozenset of (type, value) | _ANY, default)
+    def __init__(self, fields: list[tuple[str, Any, Any, Any]]) -> None:
+        # (name, accepted, default, bounds): accepted is a tuple of exact types, a frozenset
+        # of (type, value) pairs (a Literal) or _ANY; bounds None or ((operator, limit), ...)
         self._fields = fields
         self.flat = not any(
             accepted is _ANY or (type(accepted) is tuple and (list in accepted or dict in accepted))
-            for _, accepted, _ in fields
+            for _, accepted, _, _ in fields
         )
         """No field takes a container: arguments it accepts are flat (nothing nests)."""
 
@@ -52,26 +63,29 @@ class FastArgs:
             return None  # any other setting may change what pydantic accepts
         if _has_validators(model):
             return None
-        fields: list[tuple[str, Any, Any]] = []
+        fields: list[tuple[str, Any, Any, Any]] = []
         for name, info in model.model_fields.items():
-            if info.metadata or info.alias or info.validation_alias or info.default_factory:
+            if info.alias or info.validation_alias or info.default_factory:
                 return None
             accepted = _accepted(info.annotation)
             if accepted is None:
+                return None
+            bounds = _bounds(info.metadata, accepted)
+            if bounds is False:
                 return None
             default = info.default
             if default is PydanticUndefined:
                 default = _REQUIRED
             elif type(default) not in _IMMUTABLE_DEFAULTS:
                 return None  # pydantic copies mutable defaults; leave those to it
-            fields.append((name, accepted, default))
+            fields.append((name, accepted, default, bounds))
         return cls(fields)
 
     def __call__(self, args: dict[str, Any]) -> dict[str, Any] | None:
         """The validated values (every field, in order), or None: ask pydantic."""
         values: dict[str, Any] = {}
         given = 0
-        for name, accepted, default in self._fields:
+        for name, accepted, default, bounds in self._fields:
             if name in args:
                 value = args[name]
                 given += 1
@@ -85,7 +99,11 @@ class FastArgs:
                         value = list(value)
                     elif kind is dict:
                         value = dict(value)
-                elif kind not in (str, int) or (kind, value) not in accepted:
+                    elif bounds is not None and kind is not _NONE:
+                        for within, limit in bounds:
+                            if not within(value, limit):
+                                return None
+                elif kind not in _LITERAL_KINDS or (kind, value) not in accepted:
                     return None
                 values[name] = value
             elif default is _REQUIRED:
@@ -109,6 +127,26 @@ def _has_validators(model: type[BaseModel]) -> bool:
     )
 
 
+def _bounds(metadata: list[Any], accepted: Any) -> Any:
+    """A field's numeric bounds as ((operator, limit), ...); None for none; False when
+    its constraints are not ones the fast path checks (then pydantic does it all)."""
+    if not metadata:
+        return None
+    if type(accepted) is not tuple or not set(accepted) <= {int, float, _NONE}:
+        return False
+    out = []
+    for item in metadata:
+        found = _BOUNDS.get(type(item))
+        if found is None:
+            return False
+        attribute, within = found
+        limit = getattr(item, attribute)
+        if type(limit) not in (int, float):
+            return False
+        out.append((within, limit))
+    return tuple(out)
+
+
 def _accepted(annotation: Any) -> Any:
     """What a field of this type accepts on the fast path, or None (not simple enough)."""
     if annotation is Any:
@@ -116,8 +154,8 @@ def _accepted(annotation: Any) -> Any:
     plain = _PLAIN.get(annotation)
     if plain is not None:
         return plain
-    if annotation is None or annotation is type(None):
-        return (type(None),)
+    if annotation is None or annotation is _NONE:
+        return (_NONE,)
     origin = typing.get_origin(annotation)
     if origin is Literal:
         values = typing.get_args(annotation)
@@ -126,10 +164,17 @@ def _accepted(annotation: Any) -> Any:
         return frozenset((type(v), v) for v in values)
     if origin is typing.Union or origin is types.UnionType:
         parts = [_accepted(a) for a in typing.get_args(annotation)]
-        if any(p is None or p is _ANY or type(p) is not tuple for p in parts):
+        if any(p is None or p is _ANY for p in parts):
             return None
+        if any(type(p) is frozenset for p in parts):
+            # A Literal or None (an optional enum): the pairs, None among them.
+            if not all(type(p) is frozenset or p == (_NONE,) for p in parts):
+                return None
+            return frozenset().union(
+                *(p if type(p) is frozenset else {(_NONE, None)} for p in parts)
+            )
         kinds = tuple(k for p in parts for k in p)
-        if (list in kinds or dict in kinds) and len(kinds) > 1 + (type(None) in kinds):
+        if (list in kinds or dict in kinds) and len(kinds) > 1 + (_NONE in kinds):
             return None  # a union over containers: pydantic's smart-union rules decide
         return kinds
     return None

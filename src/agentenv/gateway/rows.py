@@ -27,6 +27,7 @@ from agentenv.spec.wire import CallError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
+"""One microsecond: `(when - EPOCH) // _US` is a UTC time's slot."""
 _loads = json.loads
 _construct_error = CallError.model_construct
 
