@@ -13,6 +13,8 @@ Servers, each in its own uvicorn process on a free loopback port:
   `State` and returns it as text plus `structuredContent`, as ours does.
 - `ours`: `create_app(Gateway(env))`, the whole app as `agent-env serve` runs it (guard,
   body limit, routing, credentials, RBAC, clock, validation, transaction, trajectory).
+- `sdk` (skip with `--no-sdk-path`): `ours` with the direct `tools/call` path off, every
+  call through the SDK's stateless transport as before issue 12: what the adapter adds.
 - `aged` (skip with `--no-aged`): `ours`, after 1,000,000 in-process `Gateway.call`s on the
   default instance before it serves, to show whether the tail grows with what was recorded.
 
@@ -137,8 +139,9 @@ def bare_app() -> Any:
     )
 
 
-def ours_server(aged: int, port: int) -> Any:
+def ours_server(aged: int, port: int, *, direct: bool = True) -> Any:
     from agentenv.serve import make_server
+    from agentenv.serve.mcp import McpHttp
 
     gateway = Gateway(build_env())
     if aged:
@@ -150,7 +153,12 @@ def ours_server(aged: int, port: int) -> Any:
 
         asyncio.run(record())
     # As `agent-env serve` runs it (trusted local mode, access log off).
-    return make_server(gateway, port=port, log_level="error")
+    server = make_server(gateway, port=port, log_level="error")
+    if not direct:  # every tools/call through the SDK's stateless transport, as before
+        for route in server.config.app.router.routes:
+            if isinstance(getattr(route, "endpoint", None), McpHttp):
+                route.endpoint.direct.enabled = False
+    return server
 
 
 def serve(which: str, port: int, aged: int, profile: str | None) -> None:
@@ -162,7 +170,9 @@ def serve(which: str, port: int, aged: int, profile: str | None) -> None:
         )
         server = uvicorn.Server(config)
     else:
-        server = ours_server(aged, port)
+        server = ours_server(aged, port, direct=which == "ours")
+    # A connection waits while the others do their handshakes on a busy machine.
+    server.config.timeout_keep_alive = 120
     if profile is None:
         server.run()
         return
@@ -298,6 +308,18 @@ def measure(served: Served, clients: int, calls: int) -> tuple[LoadResult, float
     return result, cpu_per_call_us(served.pid, before, calls + clients * 22)
 
 
+def rss_mb(pid: int) -> float:
+    """The process's resident memory, MB (NaN where /proc is absent)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -308,7 +330,8 @@ def main() -> None:
     parser.add_argument("--no-aged", action="store_true", help="skip the aged server")
     parser.add_argument("--profile", metavar="DIR", help="cProfile the server processes")
     parser.add_argument("--rounds", type=int)
-    parser.add_argument("--serve", choices=["bare", "ours"], help=argparse.SUPPRESS)
+    parser.add_argument("--no-sdk-path", action="store_true", help="skip the sdk-path server")
+    parser.add_argument("--serve", choices=["bare", "ours", "sdk"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--aged-calls", type=int, default=AGED_CALLS, help=argparse.SUPPRESS)
     opts = parser.parse_args()
@@ -320,6 +343,8 @@ def main() -> None:
     if opts.profile:
         os.makedirs(opts.profile, exist_ok=True)
     servers = [Served("bare", profile=opts.profile), Served("ours", aged=0, profile=opts.profile)]
+    if not opts.no_sdk_path:
+        servers.append(Served("sdk", profile=opts.profile))
     if not opts.no_aged:
         servers.append(Served("ours", aged=opts.aged_calls))
         servers[-1].which = "aged"
@@ -338,10 +363,12 @@ def main() -> None:
                     figures.setdefault((served.which, clients), []).append(
                         measure(served, clients, calls)
                     )
+        rss = {served.which: rss_mb(served.pid) for served in servers}
     finally:
         for served in servers:
             served.stop()
     report(figures, [s.which for s in servers], rounds)
+    print("server RSS at the end: " + ", ".join(f"{k} {v:.0f} MB" for k, v in rss.items()))
 
 
 def report(
@@ -374,6 +401,13 @@ def report(
             f" (goal >= 0.9), server CPU/call {o['cpu'] / b['cpu']:.2f}x,"
             f" p99 {o['p99'] / b['p99']:.2f}x"
         )
+    if "sdk" in names:
+        for clients in (1, 32):
+            o, b = summary[("sdk", clients)], summary[("bare", clients)]
+            print(
+                f"sdk-path/bare, {clients:2} client(s): calls/s {o['rate'] / b['rate']:.2f}x,"
+                f" server CPU/call {o['cpu'] / b['cpu']:.2f}x"
+            )
     if "aged" in names:
         a, o = summary[("aged", 32)], summary[("ours", 32)]
         print(

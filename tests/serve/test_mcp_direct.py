@@ -292,3 +292,53 @@ def test_concurrent_direct_calls_each_get_their_own_answer(
             list(pool.map(one, range(clients)))
     assert counted.answered == clients * 20
     assert gateway.instance().state.count("notes") == clients * 20
+
+
+VALUES: list[Any] = [
+    {"id": "T-1", "tags": ["a", "b"], "n": 1.5, "none": None, "deep": {"x": [{"y": None}]}},
+    {},
+    [1, 2, 3],
+    "text",
+    "",
+    0,
+    -7,
+    2**70,
+    1e300,
+    True,
+    None,
+    {"\u2028": "日本", "nul": "a\u0000b"},
+    [{"a": None}, None],
+]
+
+
+@pytest.mark.parametrize(
+    "version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
+)
+def test_a_tool_result_is_the_sdk_models_dump_in_every_protocol_version(version: str) -> None:
+    """`tool_result` (a dict) is what the CallToolResult model would have dumped, before and
+    after the SDK shapes it for each protocol version, for values, errors and texts."""
+    from mcp.types import CallToolResult, TextContent
+    from mcp_types import methods
+
+    from agentenv.gateway.results import CallResult
+    from agentenv.serve.mcp import tool_result
+    from agentenv.spec.wire import CallError
+
+    results = [
+        CallResult(True, value, json.dumps(value), None, i, i, "h")
+        for i, value in enumerate(VALUES)
+    ]
+    for kind in ("tool_error", "denied", "timeout", "invalid_arguments"):
+        error = CallError(kind=kind, message=f"{kind}: no")
+        results.append(CallResult(False, None, f"Error: {kind}", error, 0, 0, "h"))
+    for result in results:
+        model = CallToolResult(
+            content=[TextContent(text=result.text)],
+            is_error=not result.ok,
+            structured_content=result.structured,
+        )
+        dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+        mine = tool_result(result)
+        assert json.dumps(mine) == json.dumps(dumped), result
+        shaped = methods.serialize_server_result("tools/call", version, dict(mine))
+        assert shaped == methods.serialize_server_result("tools/call", version, dumped)

@@ -113,6 +113,11 @@ class DirectToolCall:
         self.enabled = manager.stateless and manager.json_response
         self.server = server
         self.manager = manager
+        # One born-ready connection and request kernel per protocol version, where the SDK
+        # builds both per POST: a `tools/call` reads them and never changes them (only
+        # `initialize` commits to a connection, and it never comes this way), and no
+        # handler of ours keeps per-connection state or cleanup.
+        self._runners: dict[str, ServerRunner[Any]] = {}
 
     async def answer(self, request: Request, body: bytes, send: Send) -> bool:
         """Answer `request` (a POST whose security, credentials and depth were checked, whose
@@ -167,8 +172,11 @@ class DirectToolCall:
         self, message: JSONRPCRequest, request: Request, version: str
     ) -> JSONRPCResponse | JSONRPCError:
         """What the dispatcher would write for this request."""
-        connection = Connection.from_envelope(version, None, None)
-        runner = ServerRunner(self.server, connection, self.manager._lifespan_state)
+        runner = self._runners.get(version)
+        if runner is None:
+            connection = Connection.from_envelope(version, None, None)
+            runner = ServerRunner(self.server, connection, self.manager._lifespan_state)
+            self._runners[version] = runner
         dispatch = _Dispatch(message.id, request)
         try:
             result = await runner.on_request(dispatch, message.method, message.params)  # type: ignore[arg-type]

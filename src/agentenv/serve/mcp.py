@@ -42,6 +42,7 @@ from agentenv.env.tool import Principal
 from agentenv.gateway import Gateway
 from agentenv.gateway.auth import Authenticator, AuthError
 from agentenv.gateway.errors import DEFAULT_INSTANCE, UnknownInstance
+from agentenv.gateway.results import CallResult
 from agentenv.serve._http import ROLE_HEADER, SESSION_HEADER
 from agentenv.serve._mcp_fast import DirectToolCall
 from agentenv.serve._mcp_wire import (
@@ -65,6 +66,21 @@ MCP_PATH = "/mcp"
 # The HTTP status the SDK's transport checks answer, and our kind for each.
 # (RequestGuard, around the whole app, refuses most of these first, with the same kinds.)
 _SECURITY_KINDS = {400: "unsupported_media_type", 403: "foreign_origin", 421: "misdirected_host"}
+
+
+def tool_result(result: CallResult) -> dict[str, Any]:
+    """A gateway result as MCP's CallToolResult in wire form: what
+    `CallToolResult(...).model_dump(by_alias=True, mode="json", exclude_none=True)` gives, key
+    for key. The SDK validates and shapes every result against the protocol version's
+    schema anyway (which drops `resultType` where the version has none), so building and
+    dumping the model first would only do that work twice."""
+    answer: dict[str, Any] = {"content": [{"type": "text", "text": result.text}]}
+    structured = result.structured
+    if structured is not None:
+        answer["structuredContent"] = structured
+    answer["isError"] = not result.ok
+    answer["resultType"] = "complete"
+    return answer
 
 
 class McpAdapter:
@@ -146,7 +162,7 @@ class McpAdapter:
 
     async def _call_tool(
         self, ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         principal, instance, session = self._caller(ctx)
         try:
             result = await self.gateway.call(
@@ -154,11 +170,7 @@ class McpAdapter:
             )
         except UnknownInstance as exc:
             raise MCPError(code=UNKNOWN_INSTANCE, message=str(exc)) from None
-        return types.CallToolResult(
-            content=[types.TextContent(text=result.text)],
-            is_error=not result.ok,
-            structured_content=result.structured,
-        )
+        return tool_result(result)
 
     # -- Streamable HTTP ------------------------------------------------------------------
 
