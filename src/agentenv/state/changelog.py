@@ -153,21 +153,19 @@ class Changelog:
         last_id: int,
         entries: Sequence[_Entry],
         current: Callable[[str, str], Mapping[str, Any] | None],
-        missing: object,
     ) -> None:
         """Add the rows of a committed transaction from its undo entries (oldest first).
 
-        An entry `("row", collection, key, old, digest[, position])` holds the record
-        before its write (`missing` for none; a position marks a delete). The record
-        after a write is the next write's "before" on the same key, or for the last write
-        on a key the record there now (`current(collection, key)`).
+        An entry `("row", collection, key, old, deleted)` holds the key's store entry
+        before its write (`old[1]` is the record; None for none) and whether the write was
+        a delete. The record after a write is the next write's "before" on the same key,
+        or for the last write on a key the record there now (`current(collection, key)`).
         """
         if len(entries) == 1:  # the common case, one write: no bookkeeping
             entry = entries[0]
             if entry[0] == "row":
-                collection, key, old = entry[1], entry[2], entry[3]
-                before = None if old is missing else old
-                deleted = len(entry) > 5  # a delete's entry carries the position it stood at
+                _, collection, key, old, deleted = entry
+                before = None if old is None else old[1]
                 operation: Operation = (
                     "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
                 )
@@ -184,14 +182,14 @@ class Changelog:
         afters: list[Any] = [None] * len(writes)
         following: dict[tuple[str, str], Any] = {}
         for i in range(len(writes) - 1, -1, -1):
-            _, collection, key, old, *_rest = writes[i]
+            _, collection, key, old, _deleted = writes[i]
             where = (collection, key)
             afters[i] = following[where] if where in following else current(collection, key)
-            following[where] = None if old is missing else old
+            following[where] = None if old is None else old[1]
         append = self._rows.append
-        for i, (_, collection, key, old, _digest, *rest) in enumerate(writes):
-            before = None if old is missing else old
-            if rest:  # a delete's entry carries the position it stood at
+        for i, (_, collection, key, old, deleted) in enumerate(writes):
+            before = None if old is None else old[1]
+            if deleted:
                 operation = "DELETE"
                 after = None
             else:

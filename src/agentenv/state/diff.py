@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from immutables import Map
 from pydantic import BaseModel, Field
 
-from agentenv.state.store import Snapshot, State, _Table
+from agentenv.state._table import _Table
+from agentenv.state.store import Snapshot, State
+
+_EMPTY: Map = Map()
 
 
 class RecordChange(BaseModel):
@@ -67,22 +71,22 @@ def diff(a: State | Snapshot, b: State | Snapshot) -> StateDiff:
         if left is right or (left and right and left.total == right.total):
             continue
         coll = CollectionDiff()
-        lrec = left.records if left else {}
-        rrec = right.records if right else {}
-        ldig = left.digests if left else {}
-        rdig = right.digests if right else {}
-        for key, record in rrec.items():
-            if key not in lrec:
+        lent = left.entries if left else _EMPTY
+        rent = right.entries if right else _EMPTY
+        for key, entry in right.items() if right else ():
+            before_entry = lent.get(key)
+            record = entry[1]
+            if before_entry is None:
                 coll.added[key] = record
-            elif ldig[key] != rdig[key]:
-                before = lrec[key]
+            elif before_entry[2] != entry[2]:
+                before = before_entry[1]
                 fields = sorted(
                     f for f in set(before) | set(record) if before.get(f, ...) != record.get(f, ...)
                 )
                 coll.changed[key] = RecordChange(before=before, after=record, fields=fields)
-        for key, record in lrec.items():
-            if key not in rrec:
-                coll.removed[key] = record
+        for key, entry in left.items() if left else ():
+            if key not in rent:
+                coll.removed[key] = entry[1]
         if not coll.empty or (left is None) != (right is None):
             out[name] = coll
     return StateDiff(collections=out)

@@ -1,17 +1,28 @@
 """State: named collections of JSON records with transactions, snapshots and forks.
 
-Design notes
-------------
-* A collection is a `_Table`: records by key, each record's digest, and the digests' sum.
+Design notes (the figures are in docs/state.md, from benchmarks/bench_state.py)
+-----------------------------------------------------------------------------
+* A collection is a `_Table` (see `_table.py`): a persistent map (the C HAMT of
+  `immutables`) from key to `(seq, record, digest)`, plus the order keys were added in.
   Tables are shared between a state and its forks and snapshots; a state copies a table
-  the first time it writes to it (copy on write, per table). Forking is therefore
-  O(number of collections), whatever the number of records.
+  the first time it writes to it, and that copy is O(1) (it shares the map, whose writes
+  make new versions that share all but one path). Forks, snapshots, and the first write
+  after either, cost the same at ten records or ten million.
+* Insertion order is visible (`list`, `keys`, `to_dict`): each key holds a seq, its slot in
+  the table's order. `put` of an existing key keeps it; a rolled-back delete puts the entry
+  back, seq and all, so the record is back in its place. Delete is O(log32 n), no scan.
 * The hash is a multiset hash (sum of record digests), kept up to date on every write,
   so reading it is O(number of collections) and a call pays only for what it changed.
 * A transaction is an undo log. On an exception the log is played backwards, which
-  restores records, digests and the change counter exactly.
-* Records are stored as private JSON copies (parsed back from their canonical form) and
-  handed out as copies, so no caller can change the state behind its back.
+  restores records, digests, order and the change counter exactly. `transaction()`
+  returns a small class-based context manager (a generator one costs ~1 µs more per call).
+* Records are stored as private JSON copies, parsed back from their canonical text (the
+  text is made anyway, for the digest), and handed out as copies, so no caller can
+  change the state behind its back.
+* A schema is validated "fast accept, slow reject": `CollectionInfo.create` compiles the
+  simple keywords into one Python check (`_fastcheck.py`, exact for what it compiles);
+  a record it refuses, or any record of a schema it cannot compile, goes to jsonschema,
+  whose verdict and message are the ones reported.
 * A state may keep a changelog (`keep_changelog`, see `changelog.py`): a row per write
   when it commits, made from the undo log when the outermost transaction ends, so a
   rolled-back write never becomes a row. Only a gateway instance's state keeps one.
@@ -19,15 +30,23 @@ Design notes
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from agentenv.state._canonical import canonical_json, combine, copy_json, digest
+from agentenv.state._canonical import (
+    canonical_json,
+    combine,
+    copy_json,
+    digest,
+    parse_canonical,
+    record_digest,
+)
+from agentenv.state._fastcheck import Check, compile_check
+from agentenv.state._table import _Table
 from agentenv.state.changelog import DEFAULT_CAP, Changelog
 from agentenv.state.errors import (
     RecordExists,
@@ -38,6 +57,8 @@ from agentenv.state.errors import (
 
 Record = dict[str, Any]
 
+_MASK = (1 << 256) - 1
+
 
 @dataclass(frozen=True)
 class CollectionInfo:
@@ -46,36 +67,16 @@ class CollectionInfo:
     key: str = "id"
     schema: Mapping[str, Any] | None = None
     validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
+    check: Check | None = field(default=None, compare=False, repr=False)
+    """The schema compiled to a fast exact check (None: jsonschema alone decides)."""
 
     @classmethod
     def create(cls, key: str = "id", schema: Mapping[str, Any] | None = None) -> CollectionInfo:
-        """Build the info, compiling the schema's validator once."""
-        validator = Draft202012Validator(dict(schema)) if schema else None
-        return cls(key=key, schema=schema, validator=validator)
-
-
-class _Table:
-    """One collection's data. Never mutated once shared; see State._own."""
-
-    __slots__ = ("base", "digests", "info", "records", "total")
-
-    def __init__(self, info: CollectionInfo, base: int | None = None) -> None:
-        self.info = info
-        # The collection itself counts in the hash, so an empty collection is not "absent".
-        self.base = digest("collection", "", info.key) if base is None else base
-        self.records: dict[str, Record] = {}
-        self.digests: dict[str, int] = {}
-        self.total = 0
-
-    def copy(self) -> _Table:
-        table = _Table(self.info, self.base)
-        table.records = dict(self.records)
-        table.digests = dict(self.digests)
-        table.total = self.total
-        return table
-
-
-_MISSING = object()
+        """Build the info, compiling the schema's validator (and its fast check) once."""
+        if not schema:
+            return cls(key=key, schema=schema)
+        validator = Draft202012Validator(dict(schema))
+        return cls(key=key, schema=schema, validator=validator, check=compile_check(schema))
 
 
 class Snapshot:
@@ -125,7 +126,47 @@ def _name_digest(name: str) -> int:
 
 
 def _dump(tables: Mapping[str, _Table]) -> dict[str, list[Record]]:
-    return {name: [copy_json(r) for r in t.records.values()] for name, t in tables.items()}
+    return {name: [copy_json(r) for r in t.records()] for name, t in tables.items()}
+
+
+class _Transaction:
+    """What `State.transaction()` returns: opens on enter, commits or rolls back on exit."""
+
+    __slots__ = ("_mark", "_outer", "_state")
+
+    def __init__(self, state: State) -> None:
+        self._state = state
+
+    def __enter__(self) -> State:
+        state = self._state
+        if state._undo is None:
+            state._undo = []
+            self._outer = True
+            self._mark = 0
+        else:
+            self._outer = False
+            self._mark = len(state._undo)
+        return state
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        state = self._state
+        undo = state._undo
+        assert undo is not None
+        try:
+            if kind is not None:
+                state._rollback(self._mark)
+            elif self._outer and undo:
+                if state._changelog is not None:
+                    state._changelog.commit(state._changes, undo, state._current)
+                state._compact_touched(undo)
+        finally:
+            if self._outer:
+                state._undo = None
 
 
 class State:
@@ -179,36 +220,36 @@ class State:
         self._tables[name] = _Table(info)
         self._owned.add(name)
         self._hash = None
-        self._log(("table", name, _MISSING))
+        self._log(("table", name))
 
     # -- reads -------------------------------------------------------------------------
 
     def get(self, collection: str, key: Any) -> Record | None:
         """A copy of the record with this key, or None."""
-        record = self._table(collection).records.get(str(key))
-        return None if record is None else copy_json(record)
+        entry = self._table(collection).entries.get(str(key))
+        return None if entry is None else copy_json(entry[1])
 
     def require(self, collection: str, key: Any) -> Record:
         """A copy of the record with this key; RecordNotFound if there is none."""
-        record = self._table(collection).records.get(str(key))
-        if record is None:
+        entry = self._table(collection).entries.get(str(key))
+        if entry is None:
             raise RecordNotFound(collection, str(key))
-        return copy_json(record)
+        return copy_json(entry[1])
 
     def has(self, collection: str, key: Any) -> bool:
         """Whether the collection holds a record with this key."""
-        return str(key) in self._table(collection).records
+        return str(key) in self._table(collection).entries
 
     def list(self, collection: str) -> list[Record]:
         """Copies of all records of a collection, in insertion order."""
-        return [copy_json(r) for r in self._table(collection).records.values()]
+        return [copy_json(r) for r in self._table(collection).records()]
 
     def find(
         self, collection: str, where: Callable[[Record], bool] | None = None, **equals: Any
     ) -> list[Record]:
         """Copies of the records whose fields equal `equals` and that pass `where`."""
         out = []
-        for record in self._table(collection).records.values():
+        for record in self._table(collection).records():
             if any(record.get(k, _MISSING) != v for k, v in equals.items()):
                 continue
             if where is not None and not where(record):
@@ -218,11 +259,11 @@ class State:
 
     def keys(self, collection: str) -> list[str]:
         """The keys of a collection, in insertion order."""
-        return list(self._table(collection).records)
+        return self._table(collection).key_list()
 
     def count(self, collection: str) -> int:
         """How many records a collection holds."""
-        return len(self._table(collection).records)
+        return len(self._table(collection).entries)
 
     @property
     def changes(self) -> int:
@@ -262,74 +303,70 @@ class State:
     def put(self, collection: str, record: Mapping[str, Any]) -> Record:
         """Insert or replace a record (keyed by its key field); returns the stored copy."""
         table = self._table(collection)
-        key, stored, text = self._prepare(collection, table.info, record)
+        key, stored, text = _prepare(collection, table.info, record)
         self._write(collection, key, stored, text)
         return copy_json(stored)
 
     def insert(self, collection: str, record: Mapping[str, Any]) -> Record:
         """Add a new record; RecordExists if its key is taken."""
         table = self._table(collection)
-        key, stored, text = self._prepare(collection, table.info, record)
-        if key in table.records:
+        key, stored, text = _prepare(collection, table.info, record)
+        if key in table.entries:
             raise RecordExists(collection, key)
         self._write(collection, key, stored, text)
         return copy_json(stored)
 
     def update(self, collection: str, key: Any, changes: Mapping[str, Any]) -> Record:
         """Merge `changes` into an existing record; returns the new record."""
-        current = self.require(collection, key)
-        info = self._table(collection).info
+        table = self._table(collection)
+        entry = table.entries.get(str(key))
+        if entry is None:
+            raise RecordNotFound(collection, str(key))
+        info = table.info
         if info.key in changes and str(changes[info.key]) != str(key):
             raise RecordInvalid(collection, str(key), f"cannot change key field {info.key!r}")
+        # A shallow copy is enough: canonical_json only reads it, and what is stored is
+        # parsed back from the text, so the stored record (shared) is never touched.
+        current = dict(entry[1])
         current.update(changes)
-        _, stored, text = self._prepare(collection, info, current)
+        _, stored, text = _prepare(collection, info, current)
         self._write(collection, str(key), stored, text)
         return copy_json(stored)
 
     def delete(self, collection: str, key: Any) -> Record:
         """Remove a record and return it; RecordNotFound if there is none."""
         key = str(key)
-        table = self._table(collection)
-        if key not in table.records:
+        old = self._table(collection).entries.get(key)
+        if old is None:
             raise RecordNotFound(collection, key)
         table = self._own(collection)
-        # Where it stood, so that a rollback puts it back in place (order is visible).
-        position = next(i for i, k in enumerate(table.records) if k == key)
-        old, old_digest = table.records.pop(key), table.digests.pop(key)
-        table.total = combine(table.total, 0, old_digest)
+        table.entries = table.entries.delete(key)
+        table.stale += 1  # its slot stays, so a rollback puts the record back in place
+        table.total = (table.total - old[2]) & _MASK
         self._changes += 1
-        self._log(("row", collection, key, old, old_digest, position))
-        return copy_json(old)
+        if self._undo is not None:
+            self._undo.append(("row", collection, key, old, True))
+        else:
+            self._log(("row", collection, key, old, True))
+            if table.wants_compaction():
+                table.compact()
+        return copy_json(old[1])
 
     def clear(self, collection: str | None = None) -> None:
         """Remove every record of one collection, or of all collections."""
         for name in [collection] if collection else list(self._tables):
-            for key in list(self._table(name).records):
+            for key in self._table(name).key_list():
                 self.delete(name, key)
 
     # -- transactions, snapshots, forks ---------------------------------------------------
 
-    @contextmanager
-    def transaction(self) -> Iterator[State]:
+    def transaction(self) -> _Transaction:
         """All-or-nothing writes: if the block raises, the state is exactly as before.
 
+        Use as `with state.transaction():` (it gives the state itself to `as`).
         Transactions nest; an inner one that raises undoes only its own writes.
         """
-        outer = self._undo is None
-        if outer:
-            self._undo = []
-        mark = len(self._undo)  # type: ignore[arg-type]
-        try:
-            yield self
-        except BaseException:
-            self._rollback(mark)
-            raise
-        else:
-            if outer and self._changelog is not None and self._undo:
-                self._changelog.commit(self._changes, self._undo, self._current, _MISSING)
-        finally:
-            if outer:
-                self._undo = None
+        return _Transaction(self)
 
     @property
     def in_transaction(self) -> bool:
@@ -378,13 +415,31 @@ class State:
         records: Mapping[str, Iterable[Mapping[str, Any]]],
         collections: Mapping[str, CollectionInfo | str] | None = None,
     ) -> State:
-        """A state holding these records; collections not described are keyed by `id`."""
+        """A state holding these records; collections not described are keyed by `id`.
+
+        The same as inserting them one by one (the same errors, the same state, the same
+        `changes`), in bulk: each collection's map is built in one pass.
+        """
         state = cls(collections)
         for name, rows in records.items():
             if name not in state._tables:
                 state.add_collection(name)
+            table = state._own(name)
+            if len(table.entries):  # not a fresh table: insert one by one
+                for row in rows:
+                    state.insert(name, row)
+                continue
+            info = table.info
+            loaded: list[tuple[str, Record, int]] = []
+            seen: set[str] = set()
             for row in rows:
-                state.insert(name, row)
+                key, stored, text = _prepare(name, info, row)
+                if key in seen:
+                    raise RecordExists(name, key)
+                seen.add(key)
+                loaded.append((key, stored, record_digest(name, key, text)))
+            table.load(loaded)
+            state._changes += len(loaded)
         return state
 
     # -- internals -----------------------------------------------------------------------
@@ -404,59 +459,48 @@ class State:
         self._owned.add(collection)
         return table
 
-    @staticmethod
-    def _prepare(
-        collection: str, info: CollectionInfo, record: Mapping[str, Any]
-    ) -> tuple[str, Record, str]:
-        if not isinstance(record, Mapping):
-            raise RecordInvalid(
-                collection, None, f"expected an object, got {type(record).__name__}"
-            )
-        if info.key not in record or record[info.key] is None:
-            raise RecordInvalid(collection, None, f"missing key field {info.key!r}")
-        key = str(record[info.key])
-        try:
-            text = canonical_json(record)
-        except (TypeError, ValueError) as exc:
-            raise RecordInvalid(collection, key, f"not JSON-serialisable: {exc}") from None
-        stored = json.loads(text)
-        if info.validator is not None:
-            error = next(iter(info.validator.iter_errors(stored)), None)
-            if error is not None:
-                where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.path)
-                raise RecordInvalid(
-                    collection, key, f"{where.lstrip('.') or 'record'}: {error.message}"
-                )
-        return key, stored, text
-
     def _write(self, collection: str, key: str, stored: Record, text: str) -> None:
+        new_digest = record_digest(collection, key, text)
         table = self._own(collection)
-        new_digest = digest(collection, key, text)
-        old = table.records.get(key, _MISSING)
-        old_digest = table.digests.get(key, 0)
-        table.records[key] = stored
-        table.digests[key] = new_digest
-        table.total = combine(table.total, new_digest, old_digest)
+        entries = table.entries
+        old = entries.get(key)
+        if old is None:
+            table.entries = entries.set(key, (table.append(key), stored, new_digest))
+            table.total = (table.total + new_digest) & _MASK
+        else:
+            table.entries = entries.set(key, (old[0], stored, new_digest))
+            table.total = (table.total + new_digest - old[2]) & _MASK
         self._changes += 1
-        self._log(("row", collection, key, old, old_digest))
+        if self._undo is not None:
+            self._undo.append(("row", collection, key, old, False))
+        elif self._changelog is not None:
+            self._log(("row", collection, key, old, False))
 
     def _log(self, entry: tuple[Any, ...]) -> None:
         if self._undo is not None:
             self._undo.append(entry)
         elif self._changelog is not None and entry[0] == "row":
-            _, collection, key, old, _digest, *rest = entry
+            _, collection, key, old, deleted = entry
             self._changelog.record(
                 self._changes,
                 collection,
                 key,
-                None if old is _MISSING else old,
-                None if rest else self._current(collection, key),
-                deleted=bool(rest),
+                None if old is None else old[1],
+                None if deleted else self._current(collection, key),
+                deleted=deleted,
             )
 
     def _current(self, collection: str, key: str) -> Record | None:
         table = self._tables.get(collection)
-        return None if table is None else table.records.get(key)
+        return None if table is None else table.get(key)
+
+    def _compact_touched(self, undo: list[tuple[Any, ...]]) -> None:
+        """After a commit: compact the tables its deletes left mostly dead."""
+        for entry in undo:
+            if entry[0] == "row" and entry[4]:
+                table = self._tables.get(entry[1])
+                if table is not None and table.wants_compaction():
+                    self._own(entry[1]).compact()
 
     def _rollback(self, mark: int) -> None:
         undo = self._undo
@@ -468,18 +512,47 @@ class State:
                 del self._tables[entry[1]]
                 self._owned.discard(entry[1])
                 continue
-            _, collection, key, old, old_digest, *rest = entry
+            _, collection, key, old, deleted = entry
             table = self._own(collection)
-            table.total = combine(table.total, old_digest, table.digests.get(key, 0))
-            if old is _MISSING:
-                table.records.pop(key, None)
-                table.digests.pop(key, None)
-            elif rest and key not in table.records:  # an undone delete: back in its place
-                items = list(table.records.items())
-                items.insert(rest[0], (key, old))
-                table.records = dict(items)
-                table.digests[key] = old_digest
-            else:
-                table.records[key] = old
-                table.digests[key] = old_digest
+            current = table.entries.get(key)
+            if old is None:  # an insert: take it out and give its slot back
+                assert current is not None
+                table.entries = table.entries.delete(key)
+                table.unappend(key, current[0])
+                table.total = (table.total - current[2]) & _MASK
+            else:  # a replace or a delete: the old entry, seq and all, goes back
+                table.entries = table.entries.set(key, old)
+                if deleted:
+                    table.stale -= 1
+                table.total = (
+                    table.total + old[2] - (0 if current is None else current[2])
+                ) & _MASK
             self._changes -= 1
+
+
+_MISSING = object()
+
+
+def _prepare(
+    collection: str, info: CollectionInfo, record: Mapping[str, Any]
+) -> tuple[str, Record, str]:
+    """The record's key, its private stored copy and its canonical text, or RecordInvalid."""
+    if type(record) is not dict and not isinstance(record, Mapping):
+        raise RecordInvalid(collection, None, f"expected an object, got {type(record).__name__}")
+    if info.key not in record or record[info.key] is None:
+        raise RecordInvalid(collection, None, f"missing key field {info.key!r}")
+    key = str(record[info.key])
+    try:
+        text = canonical_json(record)
+    except (TypeError, ValueError) as exc:
+        raise RecordInvalid(collection, key, f"not JSON-serialisable: {exc}") from None
+    stored = parse_canonical(text)
+    validator = info.validator
+    if validator is not None and (info.check is None or not info.check(stored)):
+        error = next(iter(validator.iter_errors(stored)), None)
+        if error is not None:
+            where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.path)
+            raise RecordInvalid(
+                collection, key, f"{where.lstrip('.') or 'record'}: {error.message}"
+            )
+    return key, stored, text

@@ -8,8 +8,8 @@ transaction, so a call stays all-or-nothing across children.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import Any
 
 from agentenv.state.store import CollectionInfo, Record, State
@@ -94,8 +94,28 @@ class StateView:
         """The whole state's hash (a view has no hash of its own)."""
         return self._base.hash()
 
-    @contextmanager
-    def transaction(self) -> Iterator[StateView]:
-        """A transaction on the whole state."""
-        with self._base.transaction():
-            yield self
+    def transaction(self) -> _ViewTransaction:
+        """A transaction on the whole state (`as` gives this view)."""
+        return _ViewTransaction(self)
+
+
+class _ViewTransaction:
+    """A transaction of the base state that hands out the view (class-based: cheap)."""
+
+    __slots__ = ("_inner", "_view")
+
+    def __init__(self, view: StateView) -> None:
+        self._view = view
+        self._inner = view._base.transaction()
+
+    def __enter__(self) -> StateView:
+        self._inner.__enter__()
+        return self._view
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._inner.__exit__(kind, exc, tb)
