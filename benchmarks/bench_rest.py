@@ -5,6 +5,10 @@
     python benchmarks/bench_rest.py --prerecord 0   # skip the "after 1M recorded calls" server
     python benchmarks/bench_rest.py --no-freeze     # our servers without make_server's gc.freeze()
 
+Last, in process: the ASGI apps alone (no uvicorn, no socket) beside `Gateway.call` alone,
+and what a full garbage collection costs a process holding a gateway over `--gc-records`
+seed records (default 100,000) before and after `make_server`'s `gc.freeze()`.
+
 Each server runs in its own process under uvicorn with the same config (access log off),
 on a free loopback port:
 
@@ -65,7 +69,7 @@ def read_note(ctx: ToolContext, note_id: str) -> dict[str, Any]:
     return ctx.state.require("notes", note_id)
 
 
-def build_env() -> Environment:
+def build_env(records: int = RECORDS) -> Environment:
     spec = parse_environment_spec(
         {
             "apiVersion": "agentenv/v1",
@@ -75,7 +79,7 @@ def build_env() -> Environment:
             "state": {"notes": {"key": "id"}},
             "seed": {
                 "notes": [
-                    {"id": f"n{i}", "text": f"note {i}", "tags": ["a", "b"]} for i in range(RECORDS)
+                    {"id": f"n{i}", "text": f"note {i}", "tags": ["a", "b"]} for i in range(records)
                 ]
             },
         }
@@ -223,6 +227,33 @@ def in_process(rounds: int, calls: int) -> None:
     print(f"  Gateway.call alone {g:6.1f} µs: the transport adds {o - g:5.1f} µs")
 
 
+def gc_pause(records: int) -> None:
+    """Print a full collection's time in this process, holding a gateway over `records`
+    seed records, before and after `make_server`'s `gc.freeze()` (run in a fresh process:
+    the freeze is process-wide)."""
+    import gc
+
+    from agentenv.serve import make_server
+
+    def full_collection_ms() -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            gc.collect()
+            times.append((time.perf_counter() - start) * 1000)
+        return statistics.median(times)
+
+    gateway = Gateway(build_env(records))
+    before, tracked = full_collection_ms(), len(gc.get_objects())
+    make_server(gateway, host=HOST, port=0)
+    after, left = full_collection_ms(), len(gc.get_objects())
+    print(
+        f"\na full gc.collect() holding {records:,} seed records: {after:.3f} ms after "
+        f"make_server's gc.freeze() vs {before:.1f} ms before (objects the collector walks: "
+        f"{left:,} vs {tracked:,})"
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -322,9 +353,15 @@ def main() -> None:
     parser.add_argument(
         "--no-freeze", action="store_true", help="our servers without make_server's gc.freeze()"
     )
-    parser.add_argument("--serve", choices=["bare", "ours"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--gc-records", type=int, default=100_000, help="seed records of the GC pause figure"
+    )
+    parser.add_argument("--serve", choices=["bare", "ours", "gc"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.serve == "gc":
+        gc_pause(opts.gc_records)
+        return
     if opts.serve:
         serve(opts.serve, opts.port, opts.prerecord, not opts.no_freeze)
         return
@@ -355,6 +392,11 @@ def main() -> None:
             served.close()
     report(figures, [s.which for s in servers], opts.prerecord, rss)
     in_process(rounds, 2000 if opts.quick else 10000)
+    if opts.gc_records:
+        subprocess.run(
+            [sys.executable, __file__, "--serve", "gc", "--gc-records", str(opts.gc_records)],
+            check=True,
+        )
 
 
 def report(

@@ -15,7 +15,7 @@ from agentenv.gateway import Gateway, GatewayError
 from agentenv.gateway.auth import Authenticator, is_loopback, parse_tokens
 from agentenv.serve._http import DEFAULT_MAX_BODY
 from agentenv.serve.mcp import McpAdapter
-from agentenv.serve.server import make_server
+from agentenv.serve.server import freeze_long_lived, make_server
 
 
 def serve(
@@ -123,7 +123,9 @@ def _serve_stdio(env: Environment, options: dict[str, Any]) -> None:
         fail(str(exc))
     _send_nl_over_a2a(gateway)
     auth = Authenticator(default_role=env.default_role)
-    anyio.run(McpAdapter(gateway, auth).run_stdio)
+    adapter = McpAdapter(gateway, auth)
+    freeze_long_lived()  # as make_server does: the seed data costs the cyclic GC nothing
+    anyio.run(adapter.run_stdio)
 
 
 def _send_nl_over_a2a(
