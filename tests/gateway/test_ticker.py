@@ -261,6 +261,41 @@ async def test_a_busy_instance_is_passed_over_and_visited_a_period_later() -> No
     assert (ticker(gw).visits, count(gw, "soon")) == (1, 1)
 
 
+async def test_a_tick_cancelled_mid_visit_leaves_the_rest_due() -> None:
+    never = asyncio.Event()
+
+    @tool
+    async def hang(ctx: ToolContext) -> None:
+        """Wait for ever."""
+        await never.wait()
+
+    env = Environment(
+        name="hanging",
+        tools={t.name: t for t in map(Tool.from_function, (bump, hang))},
+        seed=State.from_records({"counters": [{"id": "seed", "count": 0}]}).snapshot(),
+    )
+    fake = FakeTime()
+    gw = Gateway(env)
+    ticker(gw).time_source = fake
+    hanging = {"id": "stuck", "when": {"type": "time", "after": "PT1M"}}
+    hanging["actions"] = [{"type": "tool", "tool": "hang", "args": {}}]
+    for name, spec in (("a", hanging), ("b", counting("soon", after="PT2M"))):
+        gw.create_instance(name).clock.real_time = fake
+        await gw.set_clock(SYSTEM, T0, 3600, "wall", instance=name)
+        await gw.register_triggers(SYSTEM, reg(spec), instance=name)
+    fake.now += 5.0  # both due: "a" first, and its firing never ends
+    tick = asyncio.create_task(gw.tick())
+    while status(gw, "stuck", "a") != "firing":
+        await asyncio.sleep(0)
+    tick.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await tick
+    assert count(gw, "soon", "b") == 0
+    await gw.tick()  # "b" was popped but not visited: it is still due
+    assert count(gw, "soon", "b") == 1
+    assert status(gw, "stuck", "a") == "failed"  # "the firing was cancelled"
+
+
 async def test_a_stepped_backlog_past_the_catch_up_limit_drains_one_tick_at_a_time() -> None:
     gw = Gateway(make_env())
     await gw.set_clock(SYSTEM, T0)

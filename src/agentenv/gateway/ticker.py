@@ -184,18 +184,24 @@ class Ticker:
             inst = instances.get(instance_id)
             if inst is not None and inst.triggers is engine:
                 batch.append(inst)
-        visited = 0
-        for inst in batch:
-            if instances.get(inst.id) is not inst or not inst.clock.armed:
-                continue  # dropped or disarmed while an earlier one fired
-            if _busy(inst):  # its call fires what is due; look again a period later
-                if not inst.triggers.tick_gen:
-                    self._push(inst.triggers, inst.id, now + self.period, None)
-                continue
-            async with inst.lock:
-                await self._visit(inst)
-            visited += 1
-        self.visits += visited
+        visited = done = 0
+        try:
+            for inst in batch:
+                if instances.get(inst.id) is not inst or not inst.clock.armed:
+                    pass  # dropped or disarmed while an earlier one fired
+                elif _busy(inst):  # its call fires what is due; look again a period later
+                    if not inst.triggers.tick_gen:
+                        self._push(inst.triggers, inst.id, now + self.period, None)
+                else:
+                    async with inst.lock:
+                        await self._visit(inst)
+                    visited += 1
+                done += 1
+        finally:
+            for inst in batch[done:]:  # cancelled, or a firing raised: the rest stay due
+                if not inst.triggers.tick_gen and instances.get(inst.id) is inst:
+                    self._push(inst.triggers, inst.id, now, None)
+            self.visits += visited
         return visited
 
     async def sweep(self, instances: Mapping[str, Instance]) -> int:
@@ -225,6 +231,7 @@ class Ticker:
                 continue
             if await self.tick(instances):
                 last = now
+            await asyncio.sleep(0)  # a zero period never keeps the loop to itself
 
     async def _sleep(
         self, loop: asyncio.AbstractEventLoop, until: float, soonest: float, delay: float
