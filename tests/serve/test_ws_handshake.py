@@ -9,21 +9,36 @@ headers to an HTTP route and to `/ws` and checks both get the same verdict.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import uvicorn
+from starlette.applications import Starlette
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from agentenv import Gateway
+from agentenv.gateway.auth import Authenticator
+from agentenv.serve.ws import websocket_routes
 from agentenv.serve.ws_client import WebSocketError, WebSocketSession, ws_url
 
 TOKENS = {"s1": "agent", "s2": "admin"}
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def raw_request(
@@ -252,3 +267,56 @@ async def test_the_websockets_client_sees_the_refusal_status(trusted, tokened) -
         await WebSocketSession.connect(trusted[1], instance="nope")
     assert caught.value.response.status_code == 404
     assert json.loads(caught.value.response.body)["error"]["message"] == "no instance 'nope'"
+
+
+# -- the routes' own switches, on a bare app --------------------------------------------------------
+
+
+@contextlib.contextmanager
+def bare_server(gateway: Gateway, **options: Any) -> Iterator[str]:
+    """Only the WebSocket routes (`websocket_routes(gateway, auth, **options)`, trusted
+    local mode) under uvicorn in a thread; yields the base URL."""
+    port = free_port()
+    app = Starlette(routes=websocket_routes(gateway, Authenticator(), **options))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 15
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+def test_off_loopback_the_host_is_not_checked_but_the_origin_still_is(desk_env) -> None:
+    with bare_server(Gateway(desk_env), loopback=False) as url:
+        assert raw_request(url, "/ws", {"Host": "evil.example"}, upgrade=True)[0] == 101
+        answer = raw_request(url, "/ws", {"Origin": "http://evil.example"}, upgrade=True)
+        refused(answer, 403, "foreign_origin")
+    with bare_server(Gateway(desk_env), loopback=True) as url:
+        refused(
+            raw_request(url, "/ws", {"Host": "evil.example"}, upgrade=True), 421, "misdirected_host"
+        )
+
+
+async def test_the_frame_limit_is_the_routes_own(desk_env) -> None:
+    with bare_server(Gateway(desk_env), max_frame=200) as url:
+        async with connect(ws_url(url), compression=None) as connection:
+            frame = {"type": "step", "data": {"type": "call_tool", "tool_name": "refuse"}}
+            small = json.dumps({**frame, "data": {**frame["data"], "arguments": {"reason": "x"}}})
+            big = json.dumps(
+                {**frame, "data": {**frame["data"], "arguments": {"reason": "é" * 100}}},
+                ensure_ascii=False,
+            )
+            assert len(big) <= 200 < len(big.encode())  # the limit is in bytes, not characters
+            await connection.send(big)
+            answer = json.loads(await connection.recv())
+            assert answer["data"]["code"] == "TOO_LARGE"
+            assert "200 bytes" in answer["data"]["message"]
+            await connection.send(small)
+            answer = json.loads(await connection.recv())
+            assert answer["data"]["observation"]["result"]["error"]["kind"] == "tool_error"
