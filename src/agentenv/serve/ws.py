@@ -95,7 +95,9 @@ class SessionEndpoint:
         except _Denied as denied:
             await denied.send(scope, send)
             return
-        await send({"type": "websocket.accept", "headers": [(_SESSION, session.id.encode())]})
+        await send(
+            {"type": "websocket.accept", "headers": [(_SESSION, session.id.encode("latin-1"))]}
+        )
         try:
             await session.serve(receive, send)
         except OSError:  # the client went away while we answered (uvicorn's ClientDisconnected)
