@@ -31,6 +31,16 @@ def encode_result(value: Any) -> str:
     (a set, an object, NaN), one nested deeper than `MAX_JSON_DEPTH`, or text holding a
     lone surrogate (not UTF-8). The common case costs the `json.dumps` plus two C scans.
     """
+    if _DUMPS is not None and not isinstance(value, str):
+        # The common case in one step: plain JSON, few brackets, ASCII (else `_encode`).
+        try:
+            chunks = _DUMPS(value, 0)
+        except (TypeError, ValueError, RecursionError):
+            pass
+        else:
+            text = chunks[0] if len(chunks) == 1 else "".join(chunks)
+            if text.isascii() and text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+                return text
     try:
         return _encode(value)
     except _Unsendable as exc:
