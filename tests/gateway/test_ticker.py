@@ -29,6 +29,7 @@ from agentenv import SYSTEM, Environment, Gateway, Principal, ToolContext
 from agentenv.env.tool import Tool, tool
 from agentenv.gateway import GatewayError
 from agentenv.gateway.errors import ClockError
+from agentenv.gateway.firing import NlInstruction
 from agentenv.gateway.ticker import Ticker
 from agentenv.serve.server import make_server
 from agentenv.spec.environment import ClockSpec
@@ -294,6 +295,35 @@ async def test_a_tick_cancelled_mid_visit_leaves_the_rest_due() -> None:
     await gw.tick()  # "b" was popped but not visited: it is still due
     assert count(gw, "soon", "b") == 1
     assert status(gw, "stuck", "a") == "failed"  # "the firing was cancelled"
+
+
+async def test_what_comes_due_while_an_nl_action_waits_for_its_executor_fires_meanwhile() -> None:
+    answered = asyncio.Event()
+    sent: list[str] = []
+
+    async def executor(request: NlInstruction) -> str:
+        sent.append(request.instruction)
+        await answered.wait()
+        return "done"
+
+    fake = FakeTime()
+    gw = Gateway(make_env(), nl_sender=executor)
+    ticker(gw).time_source = fake
+    gw.instance().clock.real_time = fake
+    await gw.set_clock(SYSTEM, T0, 60, "wall")  # a virtual minute a real second
+    ask = {"id": "ask", "when": {"type": "time", "after": "PT1M"}}
+    ask["actions"] = [{"type": "nl", "instruction": "Please look into it"}]
+    await gw.register_triggers(SYSTEM, reg(ask, counting("meanwhile", after="PT3M")))
+    fake.now += 2.0
+    asking = asyncio.create_task(gw.tick())
+    while not sent:
+        await asyncio.sleep(0)
+    fake.now += 2.0  # "meanwhile" is due while the executor works, the lock released
+    await gw.tick()
+    assert (count(gw, "meanwhile"), status(gw, "ask")) == (1, "firing")
+    answered.set()
+    await asking
+    assert (status(gw, "ask"), status(gw, "meanwhile")) == ("fired", "fired")
 
 
 async def test_a_stepped_backlog_past_the_catch_up_limit_drains_one_tick_at_a_time() -> None:

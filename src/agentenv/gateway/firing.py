@@ -8,12 +8,25 @@ A2A one lives in `agents.a2a.nl`; the gateway knows nothing of agents). While an
 action waits for its executor, the instance's lock is released, so the executor can
 call the instance's tools; the provoking call still waits for the firing to end.
 
-Time triggers of a wall clock come due with nobody calling: the Firer's `Ticker`
-(gateway.ticker) keeps a heap of the real times at which instances next have something due
-and visits only those, so an idle gateway does no work per live instance. Every `fire_due`
-(on the call path, after clock and trigger control ops, and on each visit) ends by handing
-the instance back to the schedule (`Ticker.schedule`); an unchanged due time costs a
-comparison there. The ticker module's docstring and docs/gateway.md say how it works.
+Time triggers of a wall clock come due with nobody calling. The Firer's `Ticker`
+(gateway.ticker, whose docstring has the details; docs/gateway.md "The ticker") fires them
+and visits only the instances that have something due, so an idle gateway does no work
+per live instance:
+
+- a heap of (real due time, generation, instance id, weak engine): the reading of the
+  clocks' `time.monotonic` at which an instance's earliest queued firing or time mark
+  (`TriggerEngine.next_mark`) comes due (`VirtualClock.real_at`, exact to a float step);
+  only clocks that move by themselves (wall mode, a rate above 0) are in it, since a
+  stepped or frozen one moves only on calls and control ops, which fire what comes due;
+- every `fire_due` (before and after each call with triggers, after set-time, advance, a
+  registration, and on each visit) and every registration or removal ends by handing the
+  instance back to the schedule; an unchanged (mark, clock epoch) costs a comparison, and
+  `fire_due` skips the engine's scan while the next mark has not come;
+- a new generation per push; the engine holds its live one, so the entries of dropped
+  instances, removed triggers and moved due times are skipped when they surface (and
+  compacted away when they pile up);
+- the loop sleeps until the earliest due time but no sooner than `period` after its last
+  visit (at most `period` late, as the sweep it replaces), and an earlier push wakes it.
 """
 
 from __future__ import annotations
@@ -394,6 +407,9 @@ class Firer:
         held = inst.lock.locked()  # every firing runs under the instance's lock
         if held:
             inst.lock.release()
+            # While the executor works, the ticker may visit the instance, as any caller
+            # may call it: what comes due meanwhile fires then, not after this firing.
+            self.ticker.schedule(inst)
         try:
             return await sender(request)
         except NlActionError as exc:
