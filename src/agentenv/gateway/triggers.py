@@ -81,7 +81,7 @@ class TriggerEngine:
         self._by_tool: dict[str, list[ArmedTrigger]] = {}
         self._unless_tools: set[str] = set()
         self._timed = False  # any time trigger registered; lets `due` skip its scan
-        self._time_triggers: list[ArmedTrigger] = []
+        self._time_triggers: tuple[ArmedTrigger, ...] = ()  # () is shared: no cost when none
         self._watch_roles: list[str] | None = None
         self._watch_set = False
         self._fixed: set[str | None] = set()  # executor names set for good
@@ -174,9 +174,9 @@ class TriggerEngine:
 
     def _reindex(self) -> None:
         self._by_tool = {}
-        self._time_triggers = [
+        self._time_triggers = tuple(
             t for t in self._triggers.values() if isinstance(t.spec.when, TimeWhen)
-        ]
+        )
         self._timed = bool(self._time_triggers)
         self._unless_tools = set()
         for trigger in self._triggers.values():
