@@ -73,6 +73,16 @@ MAX_CATCH_UP = 1000  # occurrences of one `every` trigger fired by a single cloc
 class TriggerEngine:
     """The triggers of one instance."""
 
+    # Class-level defaults, set on an engine only once it has time triggers or is in the
+    # ticker's heap: an idle instance's engine pays no bytes for them.
+    _time_triggers: tuple[ArmedTrigger, ...] = ()
+    tick_gen: int = 0
+    """The Firer's schedule slot for this instance (gateway.ticker): the generation of its
+    live entry in the due-time heap (0: none)."""
+    tick_key: tuple[datetime, int] | None = None
+    """What that entry was worked out from (mark, clock epoch): an unchanged due time costs
+    no push."""
+
     def __init__(self) -> None:
         self._triggers: dict[str, ArmedTrigger] = {}
         self._queue: list[tuple[datetime, int, Firing]] = []
@@ -81,16 +91,10 @@ class TriggerEngine:
         self._by_tool: dict[str, list[ArmedTrigger]] = {}
         self._unless_tools: set[str] = set()
         self._timed = False  # any time trigger registered; lets `due` skip its scan
-        self._time_triggers: tuple[ArmedTrigger, ...] = ()  # () is shared: no cost when none
         self._watch_roles: list[str] | None = None
         self._watch_set = False
         self._fixed: set[str | None] = set()  # executor names set for good
         self.executors: dict[str | None, Executor] = {}  # the unnamed one under None
-        # The Firer's schedule slot for this instance (gateway.firing): the generation of
-        # its live entry in the due-time heap (0: none) and what that entry was worked out
-        # from, so an unchanged due time costs no push.
-        self.tick_gen = 0
-        self.tick_key: tuple[datetime, int] | None = None
 
     # -- registration ---------------------------------------------------------------------
 
