@@ -4,6 +4,7 @@
     python benchmarks/bench_mcp.py --quick          # fewer calls (under ~2 minutes)
     python benchmarks/bench_mcp.py --no-aged        # skip the "after 1M recorded calls" server
     python benchmarks/bench_mcp.py --profile DIR    # cProfile each server process into DIR
+    python benchmarks/bench_mcp.py --quick --era modern   # the 2026-07-28 era (no handshake)
 
 Servers, each in its own uvicorn process on a free loopback port:
 
@@ -284,10 +285,36 @@ CALLS = [
     rpc("tools/call", {"name": "read_note", "arguments": {"note_id": f"n{i % RECORDS}"}}, i + 1)
     for i in range(RECORDS)
 ]
+# The 2026-07-28 era: no handshake; every request names its version and method in headers
+# and carries the client's envelope in `_meta`, as the SDK client writes it.
+MODERN = "2026-07-28"
+MODERN_HEADERS = {
+    **HEADERS,
+    "mcp-protocol-version": MODERN,
+    "mcp-method": "tools/call",
+    "mcp-name": "read_note",
+}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+MODERN_CALLS = [
+    rpc(
+        "tools/call",
+        {"name": "read_note", "arguments": {"note_id": f"n{i}"}, "_meta": MODERN_META},
+        i + 1,
+    )
+    for i in range(RECORDS)
+]
 
 
 async def call(conn: Connection, i: int) -> Answer:
     return await conn.request("POST", "/mcp", CALLS[i % RECORDS], HEADERS)
+
+
+async def modern_call(conn: Connection, i: int) -> Answer:
+    return await conn.request("POST", "/mcp", MODERN_CALLS[i % RECORDS], MODERN_HEADERS)
 
 
 def ok(answer: Answer) -> bool:
@@ -297,15 +324,21 @@ def ok(answer: Answer) -> bool:
     return "result" in message and not message["result"].get("isError")
 
 
-def measure(served: Served, clients: int, calls: int) -> tuple[LoadResult, float | None]:
+def measure(served: Served, clients: int, calls: int, era: str) -> tuple[LoadResult, float | None]:
     before = process_cpu_seconds(served.pid)
-    result = asyncio.run(
-        load("127.0.0.1", served.port, call, clients=clients, calls=calls, setup=handshake, ok=ok)
-    )
+    if era == "modern":
+        run = load("127.0.0.1", served.port, modern_call, clients=clients, calls=calls, ok=ok)
+        extra = 20  # warm-up calls a connection
+    else:
+        run = load(
+            "127.0.0.1", served.port, call, clients=clients, calls=calls, setup=handshake, ok=ok
+        )
+        extra = 22  # the two handshake messages and 20 warm-up calls a connection
+    result = asyncio.run(run)
     if result.errors:
         raise RuntimeError(f"{served.which}: {result.errors} calls failed")
-    # CPU from before the handshakes: 2 setup + 20 warm-up calls a connection are in it.
-    return result, cpu_per_call_us(served.pid, before, calls + clients * 22)
+    # CPU from before the connections opened: the warm-up is in it.
+    return result, cpu_per_call_us(served.pid, before, calls + clients * extra)
 
 
 def rss_mb(pid: int) -> float:
@@ -330,6 +363,12 @@ def main() -> None:
     parser.add_argument("--no-aged", action="store_true", help="skip the aged server")
     parser.add_argument("--profile", metavar="DIR", help="cProfile the server processes")
     parser.add_argument("--rounds", type=int)
+    parser.add_argument(
+        "--era",
+        choices=["legacy", "modern"],
+        default="legacy",
+        help="legacy: initialize + 2025-11-25 (the default); modern: 2026-07-28, no handshake",
+    )
     parser.add_argument("--no-sdk-path", action="store_true", help="skip the sdk-path server")
     parser.add_argument("--serve", choices=["bare", "ours", "sdk"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -361,12 +400,13 @@ def main() -> None:
             for clients, calls in ((1, seq_calls), (32, par_calls)):
                 for served in servers:
                     figures.setdefault((served.which, clients), []).append(
-                        measure(served, clients, calls)
+                        measure(served, clients, calls, opts.era)
                     )
         rss = {served.which: rss_mb(served.pid) for served in servers}
     finally:
         for served in servers:
             served.stop()
+    print(f"protocol era: {opts.era}")
     report(figures, [s.which for s in servers], rounds)
     print("server RSS at the end: " + ", ".join(f"{k} {v:.0f} MB" for k, v in rss.items()))
 

@@ -122,8 +122,8 @@ class DirectToolCall:
     async def answer(self, request: Request, body: bytes, send: Send) -> bool:
         """Answer `request` (a POST whose security, credentials and depth were checked, whose
         body is `body`) if it is a plain `tools/call`; False, having run nothing, otherwise."""
-        if not self.enabled or _TOOLS_CALL not in body:
-            return False
+        if not self.enabled or _TOOLS_CALL not in body or self.manager._task_group is None:
+            return False  # (a manager that is not running is the SDK's to refuse)
         version = self._version(request, body)
         if version is None:
             return False
