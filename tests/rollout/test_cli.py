@@ -56,7 +56,7 @@ def test_resume_warns_about_a_partial_last_record(bundle: Path, tmp_path: Path) 
     [
         (["{tmp}/nowhere.yaml"], "no task file, bundle folder or catalog task"),
         (["{bundle}", "-a", "nobody"], "unknown agent 'nobody'"),
-        (["{bundle}", "--backend", "spark"], "--backend must be local or ray"),
+        (["{bundle}", "--backend", "spark"], "--backend must be local, processes or ray"),
         (["{bundle}", "--address", "auto"], "--address is for --backend ray"),
         (["{bundle}", "--retry-errors"], "--retry-errors goes with --resume"),
         (["{bundle}", "--seed", "novalue"], "--seed expects KEY=VALUE"),

@@ -168,9 +168,7 @@ async def _run(
     error: str | None = None
     try:
         runner = TaskRunner(task.spec, ctx, envs.steps_for(task, ctx.seed))
-        if timeout:
-            result = await asyncio.wait_for(runner.run(), timeout)
-        else:
+        async with asyncio.timeout(timeout or None):  # in this task: no task per episode
             result = await runner.run()
         status = result.status
         error = result.error
@@ -334,8 +332,14 @@ async def _pool(
     items = iter(work)
 
     async def worker() -> None:
+        me = asyncio.current_task()
         for task, agent, episode in items:  # one shared iterator: each item runs once
             await one(task, agent, episode)
+            if me is not None and me.cancelling():
+                # A cancellation that arrived as an episode finished, and that something
+                # awaited in it swallowed (asyncio.wait_for does, in 3.11): honour it, or
+                # this worker would go on through the rest of the plan.
+                raise asyncio.CancelledError
             await asyncio.sleep(0)  # an episode that never awaited must not starve the rest
 
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]

@@ -138,6 +138,10 @@ class TaskRunner:
         self.records = {s.id: StepRecord(id=s.id, type=s.spec.type) for s in steps}
         self.retries: dict[str, int] = dict.fromkeys(self.order, 0)
         self.checkpoints: dict[str, _Checkpoint] = {}
+        # Only a retry's target is ever gone back to: only its checkpoint is taken.
+        self.targets = {
+            s.spec.retry_config.target for s in steps if s.spec.retry_config is not None
+        }
         self.aborted: str | None = None
 
     async def run(self) -> TaskResult:
@@ -179,7 +183,10 @@ class TaskRunner:
                     self.records[sid].error = self.aborted or "a step it depends on did not succeed"
                 else:
                     runnable.append(sid)
-            await asyncio.gather(*(self._run_one(sid) for sid in runnable))
+            if len(runnable) == 1:  # one step: no task to wrap it in
+                await self._run_one(runnable[0])
+            else:
+                await asyncio.gather(*(self._run_one(sid) for sid in runnable))
             sorter.done(*wave)
             for sid in runnable:
                 record, spec = self.records[sid], self.steps[sid].spec
@@ -226,10 +233,12 @@ class TaskRunner:
         record = self.records[sid]
         record.status, record.attempts, record.started_at = "running", record.attempts + 1, _now()
         record.error = None
-        self.checkpoints[sid] = _Checkpoint.take(self.ctx)
+        if sid in self.targets:
+            self.checkpoints[sid] = _Checkpoint.take(self.ctx)
         timeout = step.spec.timeout_seconds or step.default_timeout
         try:
-            output = await asyncio.wait_for(step.run(self.ctx), timeout)
+            async with asyncio.timeout(timeout):  # in this task: no task per step
+                output = await step.run(self.ctx)
             if step.is_verifier:
                 if not isinstance(output, Score):
                     raise StepError(f"verifier returned {type(output).__name__}, not a Score")
