@@ -16,6 +16,8 @@ Servers, each in its own uvicorn process on a free loopback port:
   body limit, routing, credentials, RBAC, clock, validation, transaction, trajectory).
 - `sdk` (skip with `--no-sdk-path`): `ours` with the direct `tools/call` path off, every
   call through the SDK's stateless transport as before issue 12: what the adapter adds.
+- `alone` (with `--alone`): our MCP endpoint alone in a plain Starlette app, no REST
+  routes or middleware around it: what the rest of the app costs an MCP call.
 - `aged` (skip with `--no-aged`): `ours`, after 1,000,000 in-process `Gateway.call`s on the
   default instance before it serves, to show whether the tail grows with what was recorded.
 
@@ -162,12 +164,34 @@ def ours_server(aged: int, port: int, *, direct: bool = True) -> Any:
     return server
 
 
+def alone_app() -> Any:
+    """Our MCP endpoint alone in a plain Starlette app: no REST routes before it, no
+    RequestGuard or BodyLimit around it (what the rest of the app costs an MCP call)."""
+    import contextlib
+
+    from starlette.applications import Starlette
+
+    from agentenv.gateway.auth import Authenticator
+    from agentenv.serve.mcp import McpAdapter
+
+    gateway = Gateway(build_env())
+    mcp_http = McpAdapter(gateway, Authenticator(default_role=gateway.env.default_role)).http()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        async with mcp_http.lifespan(app):
+            yield
+
+    return Starlette(routes=mcp_http.routes(), lifespan=lifespan)
+
+
 def serve(which: str, port: int, aged: int, profile: str | None) -> None:
     import uvicorn
 
-    if which == "bare":
+    if which in ("bare", "alone"):
+        app = bare_app() if which == "bare" else alone_app()
         config = uvicorn.Config(
-            bare_app(), host="127.0.0.1", port=port, log_level="error", access_log=False
+            app, host="127.0.0.1", port=port, log_level="error", access_log=False
         )
         server = uvicorn.Server(config)
     else:
@@ -370,7 +394,10 @@ def main() -> None:
         help="legacy: initialize + 2025-11-25 (the default); modern: 2026-07-28, no handshake",
     )
     parser.add_argument("--no-sdk-path", action="store_true", help="skip the sdk-path server")
-    parser.add_argument("--serve", choices=["bare", "ours", "sdk"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--alone", action="store_true", help="add our MCP endpoint alone in a Starlette app"
+    )
+    parser.add_argument("--serve", choices=["bare", "ours", "sdk", "alone"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--aged-calls", type=int, default=AGED_CALLS, help=argparse.SUPPRESS)
     opts = parser.parse_args()
@@ -384,6 +411,8 @@ def main() -> None:
     servers = [Served("bare", profile=opts.profile), Served("ours", aged=0, profile=opts.profile)]
     if not opts.no_sdk_path:
         servers.append(Served("sdk", profile=opts.profile))
+    if opts.alone:
+        servers.append(Served("alone", profile=opts.profile))
     if not opts.no_aged:
         servers.append(Served("ours", aged=opts.aged_calls))
         servers[-1].which = "aged"
@@ -447,6 +476,13 @@ def report(
             print(
                 f"sdk-path/bare, {clients:2} client(s): calls/s {o['rate'] / b['rate']:.2f}x,"
                 f" server CPU/call {o['cpu'] / b['cpu']:.2f}x"
+            )
+    if "alone" in names:
+        for clients in (1, 32):
+            o, a = summary[("ours", clients)], summary[("alone", clients)]
+            print(
+                f"ours/alone, {clients:2} client(s): server CPU/call {o['cpu'] / a['cpu']:.2f}x"
+                f" ({o['cpu'] - a['cpu']:.0f} µs/call for the REST app around /mcp)"
             )
     if "aged" in names:
         a, o = summary[("aged", 32)], summary[("ours", 32)]
