@@ -24,7 +24,9 @@ after `set-time`, `advance` and a registration). So the Firer keeps one schedule
   re-schedules often with nobody ticking), the heap is compacted, at amortised O(1) a push;
 - `tick` pops what is due by now and visits those instances: under the instance's lock,
   `fire_due`, which schedules the next visit. An instance busy with a call or a control op
-  is passed over and tried again a `period` later (its call fires what is due anyway);
+  is passed over and tried again a `period` later (its call fires what is due anyway).
+  While an `nl` action waits for its executor with the lock released, the instance is
+  scheduled too, so what comes due meanwhile fires then;
 - `run_ticker` sleeps until the earliest due time, but no sooner than `period` after the
   last visit (many instances coming due close together are visited in one tick, and a
   clock at 86400x with an every-minute trigger is not visited 1440 times a second): a
