@@ -2,7 +2,10 @@
 
 One adapter serves Streamable HTTP (mounted at `/mcp` and `/instances/{id}/mcp` in the
 REST app, sharing its lifespan) and stdio. Like every transport it only translates:
-`tools/list` is `Gateway.list_tools`, `tools/call` is `Gateway.call`.
+`tools/list` is `Gateway.list_tools`, `tools/call` is `Gateway.call`. Over HTTP an
+ordinary `tools/call` is answered through the SDK's request kernel directly, without the
+per-POST transport the SDK's stateless mode builds (serve/_mcp_fast.py); every other
+request goes to the SDK's session manager.
 
 Who is calling: over HTTP the same Authenticator as REST decides (the `AgentEnv-Role`
 header in trusted local mode, a bearer token otherwise), and a caller without valid
