@@ -343,7 +343,7 @@ def _median(values: list[float | None]) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and rounds")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 3)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9, quick 5)")
     parser.add_argument(
         "--prerecord",
         type=int,
@@ -366,8 +366,8 @@ def main() -> None:
         serve(opts.serve, opts.port, opts.prerecord, not opts.no_freeze)
         return
 
-    rounds = opts.rounds or (3 if opts.quick else 5)
-    seq_calls, par_calls = (1500, 4000) if opts.quick else (4000, 12000)
+    rounds = opts.rounds or (5 if opts.quick else 9)
+    seq_calls, par_calls = (800, 2400) if opts.quick else (2000, 6000)
     print(
         f"POST /step, {rounds} interleaved rounds, pid {os.getpid()} drives the load"
         + ("" if not opts.no_freeze else ", our servers without gc.freeze()")

@@ -2,8 +2,9 @@
 trajectory, state, the JSON-RPC data plane, and instances.
 
 Every route is a thin adapter: credentials to a Principal, body to arguments, one gateway
-method, result to JSON. Each route exists at the root (the default instance) and under
-`/instances/{instance_id}`. Status codes are listed in docs/rest.md.
+method, result to JSON. Each route answers at the root (the default instance) and under
+`/instances/{instance_id}`, from one route table (serve/_routing.py); `POST /step` is
+answered in front of FastAPI (serve/_step.py). Status codes are listed in docs/rest.md.
 """
 
 from __future__ import annotations
@@ -11,16 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from pydantic import BaseModel, Field
-from starlette._utils import get_route_path
 from starlette.responses import Response
-from starlette.routing import BaseRoute
-from starlette.types import Receive, Scope, Send
 
 from agentenv import __version__
 from agentenv.gateway import Gateway
@@ -39,6 +37,7 @@ from agentenv.serve._http import (
     read_json,
     read_model,
 )
+from agentenv.serve._routing import INSTANCE_PREFIX, RestApp, route_paths
 from agentenv.serve._step import StepDispatch, answer_step, step_tools
 from agentenv.serve.card import (
     build_card,
@@ -76,68 +75,6 @@ class InstanceBody(BaseModel):
 
 
 __all__ = ["CARD_PATH", "RestApp", "create_app", "step_tools"]
-
-
-class RestApp(FastAPI):
-    """The REST app: FastAPI, with two things done in front of it.
-
-    `POST /step` (root and per instance) is answered by a `StepDispatch` (serve/_step.py):
-    the framework's per-request work cost more than the gateway call itself. And the
-    routes of an instance are the root's, registered once: a request for
-    `/instances/{id}/<route>` is routed as `<route>` with `instance_id` in its path
-    parameters, as a Starlette `Mount` would route it (the path and the app's base URL are
-    kept, the instance prefix is added to `root_path`), but only where `<route>` starts
-    with one of the root routes' first segments, so that every other path under
-    `/instances/` is answered as before. The OpenAPI document still lists every instance
-    route (see `create_app`).
-    """
-
-    step_dispatch: StepDispatch | None = None
-    instance_segments: frozenset[str] = frozenset()
-    """First path segments of the routes every instance has (`step`, `clock`, ...)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            dispatch = self.step_dispatch
-            if dispatch is not None:
-                instance = dispatch.instance_of(scope)
-                if instance is not None:
-                    await dispatch(scope, receive, send, instance)
-                    return
-            scope = self.instance_scope(scope)
-        await super().__call__(scope, receive, send)
-
-    def instance_scope(self, scope: Scope) -> Scope:
-        """`scope` routed as the root route it names under `/instances/{id}/`, or as is."""
-        route_path = get_route_path(scope)
-        if not route_path.startswith(_INSTANCES):
-            return scope
-        instance_id, slash, tail = route_path[len(_INSTANCES) :].partition("/")
-        if not instance_id or not slash or tail.split("/", 1)[0] not in self.instance_segments:
-            return scope
-        root_path = scope.get("root_path", "")
-        return {
-            **scope,
-            "root_path": f"{root_path}{_INSTANCES}{instance_id}",
-            "app_root_path": scope.get("app_root_path", root_path),
-            "path_params": {**scope.get("path_params", {}), "instance_id": instance_id},
-        }
-
-
-_INSTANCES = "/instances/"
-INSTANCE_PREFIX = "/instances/{instance_id}"
-
-
-def _paths(routes: list[BaseRoute]) -> Iterator[str]:
-    # FastAPI keeps an included router as one entry holding the original (history_router's
-    # routes, included without a prefix, are in there).
-    for route in routes:
-        path = getattr(route, "path", None)
-        if isinstance(path, str):
-            yield path
-        inner = getattr(route, "original_router", None)
-        if inner is not None:
-            yield from _paths(inner.routes)
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -420,7 +357,7 @@ def create_app(
     app.state.gateway = gateway
     router = _routes(gateway, auth, interfaces)
     app.include_router(router)
-    app.instance_segments = frozenset(path.split("/")[1] for path in _paths(router.routes))
+    app.instance_segments = frozenset(path.split("/")[1] for path in route_paths(router.routes))
     # The instance routes are served by the root ones (RestApp.instance_scope); these
     # copies are only for the OpenAPI document, where they sit right after the root ones.
     documented = APIRouter()
