@@ -173,3 +173,53 @@ def test_times_are_kept_exactly_for_any_date() -> None:
     assert time_of(micros(EPOCH)) == EPOCH
     naive = datetime(2026, 1, 1)
     assert micros(naive) is naive and time_of(naive) is naive
+
+
+def test_triggers_see_the_given_arguments_even_when_the_tool_changes_its_values() -> None:
+    """A document's CRUD tools take their values as a dict (and may pop from it); the
+    arguments a trigger sees are taken before the tool runs."""
+    from agentenv import SYSTEM
+    from agentenv.spec import TriggerRegistration
+
+    spec = parse_environment_spec(
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": "crud",
+            "roles": [{"name": "agent"}],
+            "state": {"notes": {"key": "id"}},
+            "seed": {"notes": [{"id": "n1"}]},
+            "tools": [
+                {"name": "list_notes", "crud": {"collection": "notes", "op": "list"}},
+                {"name": "create_note", "crud": {"collection": "notes", "op": "create"}},
+            ],
+        }
+    )
+    gw = Gateway(Environment.from_spec(spec))
+    made = gw.env.tools["list_notes"]
+    assert made.fast_args() is not None  # the bounds of limit/offset are the fast path's
+
+    async def run() -> None:
+        registration = TriggerRegistration.model_validate(
+            {
+                "triggers": [
+                    {
+                        "id": "seen",
+                        "when": {"type": "action", "tool": "list_notes"},
+                        "actions": [
+                            {
+                                "type": "tool",
+                                "tool": "create_note",
+                                "args": {"record": {"id": "seen-${args.limit}"}},
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+        await gw.register_triggers(SYSTEM, registration)
+        out = await gw.call(AGENT, "list_notes", {"limit": 5})
+        assert out.ok, out.text
+
+    asyncio.run(run())
+    assert "seen-5" in gw.instance().state.keys("notes")

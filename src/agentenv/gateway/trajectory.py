@@ -8,11 +8,16 @@ records are appended, so an event's id never depends on what a reader asked for.
 Every record is readable: `append` makes its values JSON every reader can carry
 (`gateway.sanitize`) and lists what it replaced in the record's `sanitized`.
 
-Memory is bounded: the newest records stay in memory as objects (at most `HOT_RECORDS`,
-and about `HOT_BYTES` of values); older ones are written to an unnamed temporary file
-created the first time a trajectory outgrows that (`gateway.spill`), and read back, a
-chunk at a time, when asked for. Short trajectories (every rollout episode of ordinary
-length) never make a file. docs/trajectory.md has the figures.
+Records are kept compactly, as rows (`gateway.rows`): one tuple of strings, numbers and
+None per record, the arguments and result as their JSON text, times as integer
+microseconds; the GC stops tracking a row at its first collection. Readers get
+`TrajectoryRecord`s, built from the row on every read (equal, not the same object).
+
+Memory is bounded: the newest rows stay in memory (at most `HOT_RECORDS`, and about
+`HOT_BYTES` of values); older ones are written to an unnamed temporary file created the
+first time a trajectory outgrows that (`gateway.spill`), and read back, a chunk at a time,
+when asked for. Short trajectories (every rollout episode of ordinary length) never make a
+file. docs/trajectory.md has the figures.
 """
 
 from __future__ import annotations
