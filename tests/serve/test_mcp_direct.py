@@ -26,6 +26,7 @@ import pytest
 import uvicorn
 
 from agentenv import Environment, Gateway
+from agentenv.gateway.auth import Authenticator
 from agentenv.serve import create_app
 from agentenv.serve._mcp_fast import DirectToolCall
 from agentenv.serve.mcp import McpHttp
@@ -191,10 +192,12 @@ class Counted:
 
 
 @contextlib.contextmanager
-def serving(gateway: Gateway, *, direct: bool) -> Iterator[tuple[str, Counted]]:
+def serving(
+    gateway: Gateway, *, direct: bool, auth: Authenticator | None = None
+) -> Iterator[tuple[str, Counted]]:
     """The gateway's app (create_app, as make_server builds it) under a real uvicorn in a
     thread, its direct path on or off and counted."""
-    app = create_app(gateway)
+    app = create_app(gateway, auth=auth)
     endpoint = mcp_endpoint(app)
     endpoint.direct.enabled = direct
     counted = Counted(endpoint.direct)
@@ -222,14 +225,30 @@ def answer_of(response: httpx.Response) -> tuple[int, list[tuple[str, str]], byt
     return response.status_code, headers, response.content
 
 
-def test_the_direct_path_answers_every_request_as_the_sdk_does(desk_env: Environment) -> None:
+@pytest.mark.parametrize("mode", ["trusted", "tokens"])
+def test_the_direct_path_answers_every_request_as_the_sdk_does(
+    desk_env: Environment, mode: str
+) -> None:
     direct_gateway, sdk_gateway = Gateway(desk_env), Gateway(desk_env)
     for gw in (direct_gateway, sdk_gateway):
         gw.create_instance("ep-1")
     all_cases = cases()
+    auth = None
+    if mode == "tokens":  # every case with an agent's token (headers and `_meta` roles unread)
+        auth = Authenticator({"s1": "agent", "s2": "supervisor"}, default_role="agent")
+        all_cases = [
+            (label, p, {"authorization": "Bearer s1", **h}, b) for label, p, h, b in all_cases
+        ]
+        plain = json.dumps(call("close_ticket", {"ticket_id": "T-2"})).encode()
+        for label, token in [
+            ("supervisor token", "Bearer s2"),
+            ("bad token", "Bearer nope"),
+            ("no token", ""),
+        ]:
+            all_cases.append((label, "/mcp", {**HEADERS, "authorization": token}, plain))
     with (
-        serving(direct_gateway, direct=True) as (direct_url, direct_path),
-        serving(sdk_gateway, direct=False) as (sdk_url, sdk_path),
+        serving(direct_gateway, direct=True, auth=auth) as (direct_url, direct_path),
+        serving(sdk_gateway, direct=False, auth=auth) as (sdk_url, sdk_path),
         httpx.Client(base_url=direct_url, timeout=30) as direct_client,
         httpx.Client(base_url=sdk_url, timeout=30) as sdk_client,
     ):
@@ -258,9 +277,13 @@ def test_the_direct_path_answers_every_request_as_the_sdk_does(desk_env: Environ
             "content-type 'text/plain'",
             "malformed json",
             "unknown instance",
-            "system role header",
+            "bad token",
+            "no token",
         }
+        | ({"system role header"} if mode == "trusted" else set())
     )
+    if mode == "tokens":
+        assert {"supervisor token", "system role header", "meta role"} <= taken
     for instance in ("default", "ep-1"):
         a, b = direct_gateway.instance(instance), sdk_gateway.instance(instance)
         assert a.state.hash() == b.state.hash(), instance
