@@ -370,7 +370,7 @@ def main() -> None:
         base, ours = min(p[0] for p in pair), min(p[1] for p in pair)
         print(
             f"  {label}: {ours:6.2f} µs/call; baseline, old-style: {base:6.2f} µs/call; "
-            f"ratio {ours / base:.2f} (+{ours - base:.2f} µs)"
+            f"ratio {ours / base:.2f} ({ours - base:+.2f} µs)"
         )
 
 

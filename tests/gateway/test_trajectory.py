@@ -554,3 +554,22 @@ def test_readers_in_other_threads_see_whole_records_while_it_spills(small_window
         reader.join()
     assert seen == []
     assert [r.seq for r in traj] == list(range(3000))
+
+
+def test_a_time_in_a_zone_pickle_refuses_is_spilled_as_its_iso_text(small_window: int) -> None:
+    from datetime import tzinfo
+
+    class Local(tzinfo):  # defined in a function: pickle cannot name it
+        def utcoffset(self, dt: datetime | None) -> timedelta:
+            return timedelta(hours=2)
+
+        def dst(self, dt: datetime | None) -> timedelta:
+            return timedelta(0)
+
+    traj = Trajectory()
+    when = datetime(2026, 5, 1, 12, 30, 0, 123_456, tzinfo=Local())
+    made = [_append(traj, virtual_time=when, args={"i": i}) for i in range(20)]
+    assert traj.spilled > 0
+    back = list(traj)
+    assert back == made  # the same instants
+    assert back[0].virtual_time.utcoffset() == timedelta(hours=2)
