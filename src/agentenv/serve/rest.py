@@ -371,6 +371,7 @@ def create_app(
                 "name": gateway.env.name,
                 "card": CARD_PATH,
                 "step": "/step",
+                "ws": "/ws",
                 "openapi": "/openapi.json",
                 "docs": "/docs",
             }
@@ -416,7 +417,7 @@ def create_app(
         return _json({"dropped": instance_id})
 
     install_error_handlers(app)
-    app.router.routes.extend(websocket_routes(gateway, auth))
+    app.router.routes.extend(websocket_routes(gateway, auth, loopback=loopback, max_frame=max_body))
     if mcp_http is not None:
         app.router.routes.extend(mcp_http.routes())
     app.openapi = (

@@ -43,6 +43,8 @@ def make_server(
         log_level=log_level,
         access_log=False,
         timeout_graceful_shutdown=5,  # a client holding a connection cannot pin the server
+        # uvicorn closes bigger frames (1009) before /ws can answer them in the error shape
+        ws_max_size=max(16 * 1024 * 1024, 2 * max_body),
     )
     server = uvicorn.Server(config)
     if freeze_gc:
