@@ -28,27 +28,36 @@ def _dumps_canonical(value: Any) -> str:
     )
 
 
+_OPTIONS = (_not_serialisable, encode_basestring, None, ":", ",", True, False, False)
+"""c_make_encoder's arguments after `markers` for json.dumps's canonical options: default,
+string encoder, indent, key separator, item separator, sort_keys, skipkeys, allow_nan."""
+
+
+def _checking_encoder() -> Any:
+    # The C encoder that json.dumps builds for these options, with a fresh `markers` dict
+    # for its circular-reference check (it leaves entries behind when it raises).
+    return c_make_encoder({}, *_OPTIONS)
+
+
+# The same encoder without the circular-reference check, built once: no per-call setup.
+_fast_encoder = None if c_make_encoder is None else c_make_encoder(None, *_OPTIONS)
+
+
 def _encode_canonical(value: Any) -> str:
-    # The C encoder that json.dumps builds for these options, built here without the
-    # JSONEncoder around it. A fresh `markers` dict per call keeps the circular-reference
-    # check honest (the C encoder leaves entries behind when it raises).
-    encode = c_make_encoder(
-        {}, _not_serialisable, encode_basestring, None, ":", ",", True, False, False
-    )
-    return "".join(encode(value, 0))
+    try:
+        return "".join(_fast_encoder(value, 0))  # type: ignore[misc]
+    except RecursionError:
+        # A cycle (or nesting too deep for json.dumps too): the checking encoder says which,
+        # with json.dumps's own error ("Circular reference detected", or RecursionError).
+        return "".join(_checking_encoder()(value, 0))
 
 
-_canonical = _dumps_canonical if c_make_encoder is None else _encode_canonical
+canonical_json = _dumps_canonical if c_make_encoder is None else _encode_canonical
+"""Serialise a JSON-compatible value in the one form used for hashing and comparison.
 
-
-def canonical_json(value: Any) -> str:
-    """Serialise a JSON-compatible value in the one form used for hashing and comparison.
-
-    Exactly `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-    allow_nan=False)`, errors included (tests/state/test_canonical.py compares the two),
-    at a third of its cost for a small record: it skips building a `JSONEncoder` per call.
-    """
-    return _canonical(value)
+Exactly `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+allow_nan=False)`, errors included (tests/state/test_canonical.py compares the two), at a
+third of its cost for a small record: it skips building a `JSONEncoder` per call."""
 
 
 _scan = make_scanner(JSONDecoder())
@@ -63,15 +72,22 @@ def parse_canonical(text: str) -> Any:
 _PREFIXES: dict[str, Any] = {}
 
 
-def record_digest(collection: str, key: str, text: str) -> int:
-    """`digest(collection, key, text)`, from a hasher that has already taken the
-    collection's part (the same bytes go in, so the same digest comes out)."""
+def record_hasher(collection: str) -> Any:
+    """A BLAKE2b hasher that has taken `digest`'s part for the collection name (copy it,
+    never update it)."""
     prefix = _PREFIXES.get(collection)
     if prefix is None:
         if len(_PREFIXES) > 4096:  # names come and go (tests, composed children): stay small
             _PREFIXES.clear()
         prefix = blake2b(collection.encode() + b"\x00", digest_size=32)
         _PREFIXES[collection] = prefix
+    return prefix
+
+
+def record_digest(collection: str, key: str, text: str) -> int:
+    """`digest(collection, key, text)`, from a hasher that has already taken the
+    collection's part (the same bytes go in, so the same digest comes out)."""
+    prefix = _PREFIXES.get(collection) or record_hasher(collection)
     h = prefix.copy()
     h.update(f"{key}\x00{text}\x00".encode())
     return int.from_bytes(h.digest(), "big")

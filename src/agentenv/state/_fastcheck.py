@@ -46,6 +46,15 @@ _SKIPPED = frozenset({"format", "$defs", "definitions"})
 _REF = re.compile(r"#/(\$defs|definitions)/([A-Za-z0-9_.-]+)")
 
 _NUMBER = (int, float)
+_OBJECT_KEYWORDS = frozenset({"type", "required", "properties", "additionalProperties"})
+_EXACT_TYPES: dict[str, type] = {
+    "string": str,
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+    "null": type(None),
+}
+"""Types whose test is `type(v) is T` on parsed JSON (not integer or number: see _TYPES)."""
 _SCALAR_TYPES = (str, int, float, bool, type(None))
 
 
@@ -147,6 +156,8 @@ class _Compiler:
             raise _Unsupported("a schema that changes its base or names an anchor")
         checks: list[Check] = []
         applied = [k for k in schema if k in _KNOWN and k not in _SKIPPED]
+        if schema.get("type") == "object" and set(applied) <= _OBJECT_KEYWORDS:
+            return self._object(schema)
         for keyword in applied:
             method = getattr(self, "_k_" + keyword.lstrip("$"), None)
             if method is None:
@@ -155,6 +166,57 @@ class _Compiler:
             if made is not None:
                 checks.append(made)
         return _all(checks)
+
+    def _object(self, schema: dict[str, Any]) -> Check:
+        """The common record schema, fused into one function: `type: object` with
+        `required`, `properties` and `additionalProperties`. The same verdicts as the
+        keyword checks one by one (the differential tests run both shapes), in one pass over
+        the record's fields, with a plain type test for a property that is only a type."""
+        required = schema.get("required", [])
+        props = schema.get("properties", {})
+        if not isinstance(required, list) or not all(type(n) is str for n in required):
+            raise _Unsupported("required that is not a list of names")
+        if not isinstance(props, dict):
+            raise _Unsupported("properties that is not an object")
+        names = tuple(required)
+        exact: dict[str, type] = {}
+        tests: dict[str, Check] = {}
+        for name, sub in props.items():
+            only_type = sub.get("type") if isinstance(sub, dict) and len(sub) == 1 else None
+            if isinstance(only_type, str) and only_type in _EXACT_TYPES:
+                exact[name] = _EXACT_TYPES[only_type]
+            else:
+                test = self.compile(sub)
+                if test is not _always:
+                    tests[name] = test
+        extra: Check | None = None
+        if "additionalProperties" in schema:
+            extra = self.compile(schema["additionalProperties"])
+            if extra is _always:
+                extra = None
+        known = frozenset(props)
+
+        def check(v: Any) -> bool:
+            if type(v) is not dict:
+                return False
+            for name in names:
+                if name not in v:
+                    return False
+            for name, item in v.items():
+                kind = exact.get(name)
+                if kind is not None:
+                    if type(item) is not kind:
+                        return False
+                    continue
+                test = tests.get(name)
+                if test is not None:
+                    if not test(item):
+                        return False
+                elif extra is not None and name not in known and not extra(item):
+                    return False
+            return True
+
+        return check
 
     # -- keywords: each returns a check of the whole instance, or None for "no-op" --------
 

@@ -1,18 +1,29 @@
-"""One collection's data: a persistent map of entries plus the order records were added in.
+"""One collection's data: a frozen base, a persistent overlay, and the order of the keys.
 
-`entries` is an `immutables.Map` (a C hash array mapped trie): setting a key makes a new
-map that shares all but one path of ~log32(n) nodes with the old one, so copying a table is
-O(1) and a write costs the same on a table just forked as on one written a thousand times.
 An entry is `(seq, record, digest)`: the record's place in the order, the stored record
 (never mutated once stored) and its hash digest.
+
+Where entries live:
+
+* `base`, a plain dict, is never changed once built (a bulk load builds it in one pass, at
+  dict speed; a merge builds a new one). Tables share it freely.
+* `overlay`, an `immutables.Map` (a C hash array mapped trie), holds what was written
+  since: an entry, or None where a base entry was deleted. Setting a key makes a new map
+  that shares all but one path of ~log32(n) nodes with the old one, so copying a table is
+  O(1) and a write costs the same on a table just forked as on one written a thousand
+  times. When the overlay outgrows the base it is merged into a new base (O(n), once per
+  n writes: amortised O(1)).
+
+Building a large HAMT is slow (3.6 µs a key at a million keys), a dict is not: that is why
+a bulk-loaded seed goes to the base, and only writes pay for the persistent map.
 
 Order: `chunks` (lists of keys, never changed once a table holding them is shared) then
 `tail` (this table's own appends) are the keys in the order they were first added; slot
 `i` of that sequence holds seq `i`. A slot is live while its key's entry has that seq; a
-delete leaves its slot stale, so putting the entry back (a rolled-back delete) puts the
+delete leaves its slot dead, so putting the entry back (a rolled-back delete) puts the
 record back in its place, and `put` of an existing key keeps the entry's seq and so its
 place. `stale` counts the dead slots; `State` compacts a table (renumbering its seqs) when
-most of its slots are dead and no transaction is open.
+most of its slots are dead and no transaction is open (undo entries hold seqs).
 """
 
 from __future__ import annotations
@@ -30,20 +41,36 @@ if TYPE_CHECKING:
 Entry = tuple[int, dict[str, Any], int]
 
 COMPACT_AT = 1024
-"""Dead slots a table may hold before compaction is considered (and then only when more
-than half of its slots are dead)."""
+"""Dead slots (or overlay entries) a table may hold before compacting (or merging) is
+considered; then only when they outnumber the live records (or the base)."""
+
+_EMPTY: Map[str, Entry | None] = Map()
+_ABSENT: Any = object()
 
 
 class _Table:
     """One collection's data. Never mutated once shared (see State._own); copy() is O(1)."""
 
-    __slots__ = ("base", "chunks", "entries", "info", "size", "stale", "tail", "total")
+    __slots__ = (
+        "base",
+        "chunks",
+        "count",
+        "hash_base",
+        "info",
+        "overlay",
+        "size",
+        "stale",
+        "tail",
+        "total",
+    )
 
-    def __init__(self, info: CollectionInfo, base: int | None = None) -> None:
+    def __init__(self, info: CollectionInfo, hash_base: int | None = None) -> None:
         self.info = info
         # The collection itself counts in the hash, so an empty collection is not "absent".
-        self.base = digest("collection", "", info.key) if base is None else base
-        self.entries: Map[str, Entry] = Map()
+        self.hash_base = digest("collection", "", info.key) if hash_base is None else hash_base
+        self.base: dict[str, Entry] = {}
+        self.overlay = _EMPTY
+        self.count = 0
         self.chunks: tuple[list[str], ...] = ()
         self.tail: list[str] = []
         self.size = 0
@@ -54,8 +81,10 @@ class _Table:
         """A table equal to this one that may be written; this one stays as it is."""
         table = _Table.__new__(_Table)
         table.info = self.info
+        table.hash_base = self.hash_base
         table.base = self.base
-        table.entries = self.entries
+        table.overlay = self.overlay
+        table.count = self.count
         table.chunks = _frozen(self.chunks, self.tail) if self.tail else self.chunks
         table.tail = []
         table.size = self.size
@@ -63,36 +92,67 @@ class _Table:
         table.total = self.total
         return table
 
-    def __len__(self) -> int:
-        return len(self.entries)
+    # -- entries ---------------------------------------------------------------------------
+
+    def entry(self, key: str) -> Entry | None:
+        """The entry under this key, or None."""
+        found = self.overlay.get(key, _ABSENT)
+        return self.base.get(key) if found is _ABSENT else found
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored record (not a copy) under this key, or None."""
-        entry = self.entries.get(key)
-        return None if entry is None else entry[1]
+        found = self.entry(key)
+        return None if found is None else found[1]
+
+    def set(self, key: str, entry: Entry) -> None:
+        """Store an entry (its key's count must have been adjusted by the caller)."""
+        self.overlay = self.overlay.set(key, entry)
+
+    def drop(self, key: str) -> None:
+        """Remove a key's entry."""
+        if key in self.base:
+            self.overlay = self.overlay.set(key, None)
+        else:
+            self.overlay = self.overlay.delete(key)
+
+    def maybe_merge(self) -> None:
+        """Merge the overlay into a new base once it outgrows the old one (amortised O(1))."""
+        overlay = self.overlay
+        if len(overlay) <= COMPACT_AT or len(overlay) <= len(self.base):
+            return
+        base = dict(self.base)
+        for key, found in overlay.items():
+            if found is None:
+                del base[key]
+            else:
+                base[key] = found
+        self.base = base
+        self.overlay = _EMPTY
+
+    # -- order -----------------------------------------------------------------------------
 
     def items(self) -> Iterator[tuple[str, Entry]]:
         """(key, entry) of every record, in order."""
-        get = self.entries.get
+        entry = self.entry
         if self.stale == 0:  # every slot is live: no seq to compare
             for chunk in self.chunks:
                 for key in chunk:
-                    yield key, get(key)  # type: ignore[misc]
+                    yield key, entry(key)  # type: ignore[misc]
             for key in self.tail:
-                yield key, get(key)  # type: ignore[misc]
+                yield key, entry(key)  # type: ignore[misc]
             return
         pos = 0
         for chunk in (*self.chunks, self.tail):
             for key in chunk:
-                entry = get(key)
-                if entry is not None and entry[0] == pos:
-                    yield key, entry
+                found = entry(key)
+                if found is not None and found[0] == pos:
+                    yield key, found
                 pos += 1
 
     def records(self) -> Iterator[dict[str, Any]]:
         """The stored records (not copies), in order."""
-        for _, entry in self.items():
-            yield entry[1]
+        for _, found in self.items():
+            yield found[1]
 
     def key_list(self) -> list[str]:
         """The keys, in order."""
@@ -121,33 +181,28 @@ class _Table:
 
     def wants_compaction(self) -> bool:
         """Whether most slots are dead (and there are enough to be worth the pass)."""
-        return self.stale > COMPACT_AT and self.stale > len(self.entries)
+        return self.stale > COMPACT_AT and self.stale > self.count
 
     def compact(self) -> None:
-        """Drop the dead slots, renumbering seqs. Only outside transactions: undo entries
-        hold seqs."""
-        keys = self.key_list()
-        with self.entries.mutate() as entries:
-            for seq, key in enumerate(keys):
-                _, record, record_digest = entries[key]
-                entries[key] = (seq, record, record_digest)
-            self.entries = entries.finish()
+        """Drop the dead slots, renumbering seqs, into a fresh base. Only outside
+        transactions: undo entries hold seqs."""
+        base: dict[str, Entry] = {}
+        for seq, (key, (_, record, record_digest)) in enumerate(self.items()):
+            base[key] = (seq, record, record_digest)
+        self.base = base
+        self.overlay = _EMPTY
         self.chunks = ()
-        self.tail = keys
-        self.size = len(keys)
+        self.tail = list(base)
+        self.size = len(base)
         self.stale = 0
 
-    def load(self, rows: list[tuple[str, dict[str, Any], int]]) -> None:
-        """Fill an empty table from (key, record, digest) rows, keys distinct (bulk load)."""
-        assert not self.entries and not self.size
-        with self.entries.mutate() as entries:
-            total = 0
-            for seq, (key, record, record_digest) in enumerate(rows):
-                entries[key] = (seq, record, record_digest)
-                total += record_digest
-            self.entries = entries.finish()
-        self.tail = [key for key, _, _ in rows]
-        self.size = len(rows)
+    def load(self, base: dict[str, Entry], total: int) -> None:
+        """Fill an empty table from entries whose seqs are 0, 1, ... in dict order."""
+        assert not self.count and not self.size
+        self.base = base
+        self.overlay = _EMPTY
+        self.count = self.size = len(base)
+        self.tail = list(base)
         self.total = total & ((1 << 256) - 1)
 
 

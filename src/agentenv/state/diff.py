@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from immutables import Map
 from pydantic import BaseModel, Field
 
 from agentenv.state._table import _Table
 from agentenv.state.store import Snapshot, State
-
-_EMPTY: Map = Map()
 
 
 class RecordChange(BaseModel):
@@ -71,10 +68,8 @@ def diff(a: State | Snapshot, b: State | Snapshot) -> StateDiff:
         if left is right or (left and right and left.total == right.total):
             continue
         coll = CollectionDiff()
-        lent = left.entries if left else _EMPTY
-        rent = right.entries if right else _EMPTY
         for key, entry in right.items() if right else ():
-            before_entry = lent.get(key)
+            before_entry = left.entry(key) if left else None
             record = entry[1]
             if before_entry is None:
                 coll.added[key] = record
@@ -85,7 +80,7 @@ def diff(a: State | Snapshot, b: State | Snapshot) -> StateDiff:
                 )
                 coll.changed[key] = RecordChange(before=before, after=record, fields=fields)
         for key, entry in left.items() if left else ():
-            if key not in rent:
+            if right is None or right.entry(key) is None:
                 coll.removed[key] = entry[1]
         if not coll.empty or (left is None) != (right is None):
             out[name] = coll

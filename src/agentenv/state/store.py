@@ -30,6 +30,7 @@ Design notes (the figures are in docs/state.md, from benchmarks/bench_state.py)
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -37,6 +38,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from agentenv.state._bulk import load_rows
 from agentenv.state._canonical import (
     canonical_json,
     combine,
@@ -111,7 +113,7 @@ class Snapshot:
 def _hash_tables(tables: Mapping[str, _Table]) -> str:
     total = 0
     for name, table in tables.items():
-        total = combine(total, table.base + table.total + _name_digest(name))
+        total = combine(total, table.hash_base + table.total + _name_digest(name))
     return format(total, "064x")
 
 
@@ -226,19 +228,19 @@ class State:
 
     def get(self, collection: str, key: Any) -> Record | None:
         """A copy of the record with this key, or None."""
-        entry = self._table(collection).entries.get(str(key))
+        entry = self._table(collection).entry(str(key))
         return None if entry is None else copy_json(entry[1])
 
     def require(self, collection: str, key: Any) -> Record:
         """A copy of the record with this key; RecordNotFound if there is none."""
-        entry = self._table(collection).entries.get(str(key))
+        entry = self._table(collection).entry(str(key))
         if entry is None:
             raise RecordNotFound(collection, str(key))
         return copy_json(entry[1])
 
     def has(self, collection: str, key: Any) -> bool:
         """Whether the collection holds a record with this key."""
-        return str(key) in self._table(collection).entries
+        return self._table(collection).entry(str(key)) is not None
 
     def list(self, collection: str) -> list[Record]:
         """Copies of all records of a collection, in insertion order."""
@@ -263,7 +265,7 @@ class State:
 
     def count(self, collection: str) -> int:
         """How many records a collection holds."""
-        return len(self._table(collection).entries)
+        return self._table(collection).count
 
     @property
     def changes(self) -> int:
@@ -311,7 +313,7 @@ class State:
         """Add a new record; RecordExists if its key is taken."""
         table = self._table(collection)
         key, stored, text = _prepare(collection, table.info, record)
-        if key in table.entries:
+        if table.entry(key) is not None:
             raise RecordExists(collection, key)
         self._write(collection, key, stored, text)
         return copy_json(stored)
@@ -319,7 +321,7 @@ class State:
     def update(self, collection: str, key: Any, changes: Mapping[str, Any]) -> Record:
         """Merge `changes` into an existing record; returns the new record."""
         table = self._table(collection)
-        entry = table.entries.get(str(key))
+        entry = table.entry(str(key))
         if entry is None:
             raise RecordNotFound(collection, str(key))
         info = table.info
@@ -336,13 +338,15 @@ class State:
     def delete(self, collection: str, key: Any) -> Record:
         """Remove a record and return it; RecordNotFound if there is none."""
         key = str(key)
-        old = self._table(collection).entries.get(key)
+        old = self._table(collection).entry(key)
         if old is None:
             raise RecordNotFound(collection, key)
         table = self._own(collection)
-        table.entries = table.entries.delete(key)
+        table.drop(key)
+        table.count -= 1
         table.stale += 1  # its slot stays, so a rollback puts the record back in place
         table.total = (table.total - old[2]) & _MASK
+        table.maybe_merge()
         self._changes += 1
         if self._undo is not None:
             self._undo.append(("row", collection, key, old, True))
@@ -421,26 +425,30 @@ class State:
         `changes`), in bulk: each collection's map is built in one pass.
         """
         state = cls(collections)
+        # A million records are millions of new containers: the cyclic GC would walk the
+        # growing heap again and again (a fifth of the load) for data that holds no cycles.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            state._load(records)
+        finally:
+            if collecting:
+                gc.enable()
+        return state
+
+    def _load(self, records: Mapping[str, Iterable[Mapping[str, Any]]]) -> None:
+        state = self
         for name, rows in records.items():
             if name not in state._tables:
                 state.add_collection(name)
             table = state._own(name)
-            if len(table.entries):  # not a fresh table: insert one by one
+            if table.count:  # not a fresh table: insert one by one
                 for row in rows:
                     state.insert(name, row)
                 continue
-            info = table.info
-            loaded: list[tuple[str, Record, int]] = []
-            seen: set[str] = set()
-            for row in rows:
-                key, stored, text = _prepare(name, info, row)
-                if key in seen:
-                    raise RecordExists(name, key)
-                seen.add(key)
-                loaded.append((key, stored, record_digest(name, key, text)))
-            table.load(loaded)
-            state._changes += len(loaded)
-        return state
+            base, total = load_rows(name, table.info, rows, _prepare)
+            table.load(base, total)
+            state._changes += len(base)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -462,14 +470,15 @@ class State:
     def _write(self, collection: str, key: str, stored: Record, text: str) -> None:
         new_digest = record_digest(collection, key, text)
         table = self._own(collection)
-        entries = table.entries
-        old = entries.get(key)
+        old = table.entry(key)
         if old is None:
-            table.entries = entries.set(key, (table.append(key), stored, new_digest))
+            table.set(key, (table.append(key), stored, new_digest))
+            table.count += 1
             table.total = (table.total + new_digest) & _MASK
         else:
-            table.entries = entries.set(key, (old[0], stored, new_digest))
+            table.set(key, (old[0], stored, new_digest))
             table.total = (table.total + new_digest - old[2]) & _MASK
+        table.maybe_merge()
         self._changes += 1
         if self._undo is not None:
             self._undo.append(("row", collection, key, old, False))
@@ -514,15 +523,17 @@ class State:
                 continue
             _, collection, key, old, deleted = entry
             table = self._own(collection)
-            current = table.entries.get(key)
+            current = table.entry(key)
             if old is None:  # an insert: take it out and give its slot back
                 assert current is not None
-                table.entries = table.entries.delete(key)
+                table.drop(key)
+                table.count -= 1
                 table.unappend(key, current[0])
                 table.total = (table.total - current[2]) & _MASK
             else:  # a replace or a delete: the old entry, seq and all, goes back
-                table.entries = table.entries.set(key, old)
+                table.set(key, old)
                 if deleted:
+                    table.count += 1
                     table.stale -= 1
                 table.total = (
                     table.total + old[2] - (0 if current is None else current[2])
