@@ -1,26 +1,34 @@
 """Rollout figures on the support-desk environment, with a scripted agent making 20 tool
 calls per episode (read the ticket, look up the customer and order, refund, reply, email,
-wait for the answer, close). Each scenario runs in a fresh subprocess, so its peak memory
-is its own.
+wait for the answer, close). Each run is its own subprocess (so its memory and GC are its
+own), and the runs of a comparison are interleaved (A, B, A, B, ...; the median of the
+rounds), since the machine is shared.
 
-    python benchmarks/bench_rollout.py            # full run (several minutes on 2 cores)
-    python benchmarks/bench_rollout.py --quick    # smaller numbers, same shape
+    python benchmarks/bench_rollout.py --quick    # the ratios, about 2 minutes
+    python benchmarks/bench_rollout.py            # also memory, store size, Ray (minutes)
 
-1. baseline: the same 20 calls on a fresh Gateway per episode, in a plain loop (no task
-   runner, no store), against the local runner at concurrency 1: the runner's overhead;
-2. 10,000 episodes at concurrency 256 into a run folder: episodes/s, peak memory, store size;
-3. concurrency 1, 16, 256 and 4,096: throughput for each, and memory per concurrent
-   episode ((peak at 4,096 - peak at 1) / 4,095);
-4. Ray with 2 workers against the local runner on the same plan (when Ray is installed).
+1. runner overhead: the local runner at concurrency 1 / 64 / 1,024 against the same 20
+   calls on a fresh Gateway per episode in a plain loop (no task runner, no store), as
+   episodes per second of wall clock and per CPU-second of the process (the per-core
+   figure: on a shared machine a process gets a varying share of a core, and CPU time
+   counts only what it got); the share of time spent in the cyclic GC;
+2. GC: the runner at concurrency 1,024 with `rollout.gctune` (environments frozen,
+   thresholds raised) against the same runner with CPython's default GC;
+3. processes: `ProcessRunner` with one worker per core against the local runner (one
+   process), wall clock and CPU per episode (parent and workers together), start-up apart;
+4. (full run only) 10,000 episodes at concurrency 256 into a run folder: throughput, peak
+   memory, store size; memory per concurrent episode; Ray with 2 workers against local.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -132,13 +140,44 @@ def scenario_bare(episodes: int) -> dict[str, Any]:
                 result = await client.call(tool, args)
                 assert result.ok, result.text
 
-    started = time.perf_counter()
-    asyncio.run(main())
-    elapsed = time.perf_counter() - started
-    return {"episodes": episodes, "elapsed_s": elapsed, "peak_mb": peak_mb()}
+    with Clock() as clock:
+        asyncio.run(main())
+    return {"episodes": episodes, **clock.figures(), "peak_mb": peak_mb()}
 
 
-def scenario_local(episodes: int, concurrency: int, tools: bool) -> dict[str, Any]:
+class Clock:
+    """Wall clock, CPU time (this process and its finished children) and time in the GC."""
+
+    def __enter__(self) -> Clock:
+        self.gc_s = 0.0
+        self._gc_t0 = 0.0
+        gc.callbacks.append(self._gc)
+        self.t0, self.c0 = time.perf_counter(), _cpu()
+        return self
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+        else:
+            self.gc_s += time.perf_counter() - self._gc_t0
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed_s, self.cpu_s = time.perf_counter() - self.t0, _cpu() - self.c0
+        gc.callbacks.remove(self._gc)
+
+    def figures(self) -> dict[str, float]:
+        return {"elapsed_s": self.elapsed_s, "cpu_s": self.cpu_s, "gc_s": self.gc_s}
+
+
+def _cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def scenario_local(
+    episodes: int, concurrency: int, tools: bool, gc_tuning: bool = True
+) -> dict[str, Any]:
     from agentenv.rollout import LocalRunner, PlanAgent, RolloutPlan, RolloutStore
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,21 +185,47 @@ def scenario_local(episodes: int, concurrency: int, tools: bool) -> dict[str, An
             [bundle(Path(tmp))], [PlanAgent.of("scripted-20", ScriptedAgent)], repeats=episodes
         )
         base = peak_mb()
-        started = time.perf_counter()
-        summary = LocalRunner(
-            plan, Path(tmp) / "run", concurrency=concurrency, record_tools=tools
-        ).run_sync()
-        elapsed = time.perf_counter() - started
+        runner = LocalRunner(
+            plan,
+            Path(tmp) / "run",
+            concurrency=concurrency,
+            record_tools=tools,
+            gc_tuning=gc_tuning,
+        )
+        with Clock() as clock:
+            summary = runner.run_sync()
         store = RolloutStore(Path(tmp) / "run")
         size = store.path.stat().st_size
         assert summary.passed == episodes, summary.to_json()
         return {
             "episodes": episodes,
             "concurrency": concurrency,
-            "elapsed_s": elapsed,
+            **clock.figures(),
             "peak_mb": peak_mb(),
             "base_mb": base,
             "store_mb": size / 2**20,
+        }
+
+
+def scenario_procs(episodes: int, workers: int, concurrency: int) -> dict[str, Any]:
+    from agentenv.rollout import PlanAgent, ProcessRunner, RolloutPlan
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = RolloutPlan.build(
+            [bundle(Path(tmp))], [PlanAgent.of("scripted-20", ScriptedAgent)], repeats=episodes
+        )
+        runner = ProcessRunner(plan, Path(tmp) / "run", workers=workers, concurrency=concurrency)
+        parent0 = resource.getrusage(resource.RUSAGE_SELF)
+        with Clock() as clock:
+            summary = runner.run()
+        parent1 = resource.getrusage(resource.RUSAGE_SELF)
+        assert summary.passed == episodes, summary.to_json()
+        parent = (parent1.ru_utime + parent1.ru_stime) - (parent0.ru_utime + parent0.ru_stime)
+        return {
+            "episodes": episodes,
+            **clock.figures(),
+            "parent_cpu_s": parent,
+            "startup_s": runner.ready_after_s or 0.0,
         }
 
 
@@ -224,30 +289,105 @@ def main() -> None:
         if name == "bare":
             result = scenario_bare(int(rest[0]))
         elif name == "local":
-            result = scenario_local(int(rest[0]), int(rest[1]), rest[2] == "tools")
+            result = scenario_local(
+                int(rest[0]), int(rest[1]), rest[2] == "tools", rest[3:] != ["default-gc"]
+            )
+        elif name == "procs":
+            result = scenario_procs(int(rest[0]), int(rest[1]), int(rest[2]))
         else:
             result = scenario_ray(int(rest[0]), int(rest[1]))
         print(json.dumps(result))
         return
 
     quick = args.quick
-    base_n = 300 if quick else 1000
-    main_n = 2000 if quick else 10_000
-    scale_n = 2000 if quick else 8192
-    ray_n = 1000 if quick else 4000
+    rounds = 3
+    over_n = 600 if quick else 2000
+    proc_n = 1500 if quick else 6000
+    cores = os.cpu_count() or 1
     say(
-        f"support-desk, scripted agent, {len(CALLS)} tool calls per episode, {os.cpu_count()} cores"
+        f"support-desk, scripted agent, {len(CALLS)} tool calls per episode, {cores} cores, "
+        f"{rounds} rounds interleaved, medians"
     )
 
-    bare = run_scenario("bare", str(base_n))
-    one = run_scenario("local", str(base_n), "1", "tools")
-    say(f"\n1. runner overhead (sequential, same calls, {base_n:,} episodes)")
-    say(f"   bare gateway loop        {rate(bare):8.1f} episodes/s")
-    say(f"   local runner, conc. 1    {rate(one):8.1f} episodes/s")
-    say(f"   ratio runner / bare      {rate(one) / rate(bare):8.2f}x")
+    say(f"\n1. runner overhead ({over_n:,} episodes per run)")
+    runs = interleaved(
+        rounds,
+        {
+            "bare": ("bare", str(over_n)),
+            **{c: ("local", str(over_n), str(c), "tools") for c in (1, 64, 1024)},
+        },
+    )
+    bare = runs["bare"]
+    say(
+        f"   bare gateway loop      {med(bare, rate):8.1f} ep/s   {med(bare, cpu_rate):8.1f} "
+        f"ep/CPU-s   GC {med(bare, gc_share):4.0%}"
+    )
+    for c in (1, 64, 1024):
+        r = runs[c]
+        say(
+            f"   runner, conc. {c:<5d}   {med(r, rate):8.1f} ep/s   {med(r, cpu_rate):8.1f} "
+            f"ep/CPU-s   GC {med(r, gc_share):4.0%}   ratio {ratio(r, bare, rate):.2f}x wall, "
+            f"{ratio(r, bare, cpu_rate):.2f}x per core (goal >= 0.8)"
+        )
 
+    say(f"\n2. GC while the runner runs (concurrency 1,024, {over_n:,} episodes)")
+    gcs = interleaved(
+        rounds,
+        {
+            "default": ("local", str(over_n), "1024", "tools", "default-gc"),
+            "tuned": ("local", str(over_n), "1024", "tools"),
+        },
+    )
+    for key, label in (("default", "CPython's default GC"), ("tuned", "frozen + thresholds")):
+        r = gcs[key]
+        say(
+            f"   {label:22s} {med(r, rate):8.1f} ep/s   {med(r, cpu_rate):8.1f} ep/CPU-s   "
+            f"GC {med(r, gc_share):4.0%}   peak {med(r, lambda x: x['peak_mb']):5.0f} MB"
+        )
+    say(
+        f"   ratio tuned / default  {ratio(gcs['tuned'], gcs['default'], rate):.2f}x wall, "
+        f"{ratio(gcs['tuned'], gcs['default'], cpu_rate):.2f}x per core"
+    )
+
+    say(f"\n3. processes: {cores} workers against one process ({proc_n:,} episodes per run)")
+    procs = interleaved(
+        rounds,
+        {
+            "local": ("local", str(proc_n), "64", "tools"),
+            "procs": ("procs", str(proc_n), str(cores), "64"),
+        },
+    )
+    one, many = procs["local"], procs["procs"]
+    say(
+        f"   local runner, conc. 64 {med(one, rate):8.1f} ep/s   CPU {med(one, cpu_per):6.0f} µs/ep"
+    )
+    say(
+        f"   {cores} worker processes    {med(many, rate):8.1f} ep/s   CPU "
+        f"{med(many, cpu_per):6.0f} µs/ep (parent {med(many, parent_per):4.0f})   start-up "
+        f"{med(many, lambda x: x['startup_s']):.1f} s"
+    )
+    steady = med(many, lambda x: x["episodes"] / max(x["elapsed_s"] - x["startup_s"], 1e-9))
+    say(
+        f"   ratio, wall            {ratio(many, one, rate):.2f}x "
+        f"({steady / med(one, rate):.2f}x without start-up; goal >= {0.8 * cores:.1f}x "
+        "on a quiet machine)"
+    )
+    eff = med(one, cpu_per) / med(many, cpu_per)
+    say(
+        f"   CPU per episode, one process / workers {eff:.2f} (so {cores} idle cores give "
+        f"about {eff * cores:.2f}x; the parent alone could write "
+        f"{1e6 / max(med(many, parent_per), 1e-9):,.0f} ep/s)"
+    )
+    if quick:
+        return
+    full(args.no_ray)
+
+
+def full(no_ray: bool) -> None:
+    """The memory, store and Ray figures (the full run only)."""
+    main_n, scale_n, ray_n = 10_000, 8192, 4000
     big = run_scenario("local", str(main_n), "256", "tools")
-    say(f"\n2. {main_n:,} episodes, concurrency 256, into a run folder")
+    say(f"\n4. {main_n:,} episodes, concurrency 256, into a run folder")
     say(f"   throughput               {rate(big):8.1f} episodes/s  ({big['elapsed_s']:.1f} s)")
     say(f"   peak memory (RSS)        {big['peak_mb']:8.0f} MB       (goal < 2048)")
     kb = big["store_mb"] * 1024 / main_n
@@ -259,7 +399,7 @@ def main() -> None:
         f"peak {lean['peak_mb']:.0f} MB"
     )
 
-    say(f"\n3. concurrency scaling ({scale_n:,} episodes each)")
+    say(f"\n5. concurrency scaling ({scale_n:,} episodes each)")
     results = {}
     for c in (1, 16, 256, 4096):
         results[c] = r = run_scenario("local", str(scale_n), str(c), "tools")
@@ -270,22 +410,55 @@ def main() -> None:
     per = (results[4096]["peak_mb"] - results[1]["peak_mb"]) / 4095 * 1024
     say(f"   memory per concurrent episode  {per:6.1f} KB ((peak at 4,096 - peak at 1) / 4,095)")
 
-    if args.no_ray:
+    if no_ray:
         return
     try:
         import ray  # noqa: F401
     except ImportError:
-        say("\n4. Ray: not installed (pip install 'agentenv-framework[ray]'), skipped")
+        say("\n6. Ray: not installed (pip install 'agentenv-framework[ray]'), skipped")
         return
     local = run_scenario("local", str(ray_n), "64", "tools")
     on_ray = run_scenario("ray", str(ray_n), "2")
-    say(f"\n4. Ray, 2 workers, vs local on the same plan ({ray_n:,} episodes)")
+    say(f"\n6. Ray, 2 workers, vs local on the same plan ({ray_n:,} episodes)")
     say(f"   local runner, conc. 64   {rate(local):8.1f} episodes/s")
     say(
         f"   Ray, 2 workers           {rate(on_ray):8.1f} episodes/s  "
         f"(+{on_ray['startup_s']:.1f} s to start Ray)"
     )
     say(f"   ratio Ray / local        {rate(on_ray) / rate(local):8.2f}x")
+
+
+def interleaved(rounds: int, scenarios: dict[Any, tuple[str, ...]]) -> dict[Any, list[dict]]:
+    """Each scenario once per round, in turn (A, B, A, B, ...)."""
+    out: dict[Any, list[dict[str, Any]]] = {key: [] for key in scenarios}
+    for _ in range(rounds):
+        for key, args in scenarios.items():
+            out[key].append(run_scenario(*args))
+    return out
+
+
+def med(runs: list[dict[str, Any]], figure: Any) -> float:
+    return statistics.median(figure(r) for r in runs)
+
+
+def ratio(runs: list[dict[str, Any]], base: list[dict[str, Any]], figure: Any) -> float:
+    return med(runs, figure) / med(base, figure)
+
+
+def cpu_rate(r: dict[str, Any]) -> float:
+    return r["episodes"] / r["cpu_s"]
+
+
+def cpu_per(r: dict[str, Any]) -> float:
+    return r["cpu_s"] / r["episodes"] * 1e6
+
+
+def parent_per(r: dict[str, Any]) -> float:
+    return r["parent_cpu_s"] / r["episodes"] * 1e6
+
+
+def gc_share(r: dict[str, Any]) -> float:
+    return r["gc_s"] / r["elapsed_s"]
 
 
 def say(text: str) -> None:

@@ -110,6 +110,7 @@ def test_cached_tool_lists_are_the_tool_clients(
     seen = set()
     for done, cache in finished:
         assert cache.tools.tools_of(done.ctx) == tools_slow(done.ctx)
+        assert json.loads(cache.tools.tools_json(done.ctx)) == tools_slow(done.ctx)
         names = {t["name"] for tools in tools_slow(done.ctx).values() for t in tools}
         if done.episode.task == "counters/access":
             assert "bump" not in names and "get_counter" in names  # access changed mid-task

@@ -35,6 +35,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import time
 import traceback
 from collections import deque
 from collections.abc import Iterator
@@ -181,8 +182,13 @@ class ProcessRunner(BaseRunner):
         self.worker_retries = worker_retries
         self.context = multiprocessing.get_context(start_method)
         self._payload = b""
+        self._t0 = 0.0
+        self._first = self._readied = 0
         self.pids: list[int] = []
         """The pids of the worker processes started so far (the running ones last)."""
+        self.ready_after_s: float | None = None
+        """Seconds from the start of `run()` until every first worker was ready (loaded
+        the plan): the start-up cost, for benchmarks."""
 
     def _options(self) -> dict[str, Any]:
         return {
@@ -223,8 +229,10 @@ class ProcessRunner(BaseRunner):
                     "level of an importable module"
                 ) from None
             slots: list[_Worker] = []
+            self._t0 = time.perf_counter()
             try:
-                slots = [self._spawn() for _ in range(min(self.workers, count))]
+                self._first, self._readied = min(self.workers, count), 0
+                slots = [self._spawn() for _ in range(self._first)]
                 self._drive(slots, todo)
             finally:
                 self._shut(slots)
@@ -329,6 +337,9 @@ class ProcessRunner(BaseRunner):
                     slot.solo = False
             elif kind == "ready":
                 slot.ready = True
+                self._readied += 1
+                if self._readied == self._first and self.ready_after_s is None:
+                    self.ready_after_s = time.perf_counter() - self._t0
             elif kind == "failed":
                 raise WorkerStartError(
                     f"a worker process could not start ({message[1]}): worker processes must "

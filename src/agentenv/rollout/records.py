@@ -2,9 +2,9 @@
 
 Two ways to the same line. `build_record` makes the EpisodeRecord (what `run_episode`
 returns, and what the store's `record_json` serialises). `record_line` is the runners' fast
-path: it serialises the record without its trajectory, which is most of a record, and
-splices in the trajectory's records serialised straight from the gateway's dataclasses, so
-no dict is made per trajectory record and nothing is validated twice. The line it gives
+path: it serialises the record without its tool lists and trajectory, which are most of
+a record, and splices them in: the trajectory as the gateway's own JSON lines (no dict is
+made per trajectory record, nothing is validated twice), each tool as JSON made once. The line it gives
 parses to exactly what `build_record` + `record_json` give (tests prove it over many
 episodes); whenever the fast path cannot make its line (anything at all raises), the slow
 path runs instead, so every error stand-in and message is the slow path's own.
@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic_core import to_json
 
 from agentenv.env.tool import Principal, Tool
 from agentenv.rollout.plan import PlannedEpisode
@@ -35,9 +36,10 @@ from agentenv.tasks.runner import TaskRunner
 
 _STR = TypeAdapter(str)
 _KIND = re.compile(rb'\{"seq":\d+,"kind":"(\w+)"')
-_SPLICE = b'"trajectory":[],"worker":'
-"""Where the trajectory goes in a record's line: its last fields are `trajectory`, then
-`worker` and `format` (scalars), so the last occurrence of this is the field itself."""
+_SPLICE = b'"tools":{},"trajectory":[],"worker":'
+"""Where the tools and trajectory go in a record's line: its last fields are `tools`,
+`trajectory`, then `worker` and `format` (scalars), so the last occurrence of this is the
+fields themselves."""
 
 
 def now() -> datetime:
@@ -54,6 +56,7 @@ class ToolDumps:
 
     def __init__(self) -> None:
         self._dumps: dict[int, tuple[Tool, dict[str, Any]]] = {}
+        self._bytes: dict[tuple[int, str | None], tuple[Tool, bytes]] = {}
 
     def dump(self, tool: Tool) -> dict[str, Any]:
         """`tool.info()` as JSON data (the same dict each time: never change it)."""
@@ -66,7 +69,25 @@ class ToolDumps:
     def tools_of(self, ctx: TaskContext) -> dict[str, list[dict[str, Any]]]:
         """Per deployed agent, the tools it may call now, named as its client names them
         (what `ToolClient.list_tools` gives, dumped)."""
-        out: dict[str, list[dict[str, Any]]] = {}
+        return {name: [d for _, d, _ in listed] for name, listed in self._listed(ctx).items()}
+
+    def tools_json(self, ctx: TaskContext) -> bytes:
+        """`tools_of(ctx)` as JSON, from each tool's JSON made once."""
+        parts = []
+        for name, listed in self._listed(ctx).items():
+            tools = b",".join(self._json(tool, dumped, renamed) for tool, dumped, renamed in listed)
+            parts.append(_STR.dump_json(name) + b":[" + tools + b"]")
+        return b"{" + b",".join(parts) + b"}"
+
+    def _json(self, tool: Tool, dumped: dict[str, Any], renamed: bool) -> bytes:
+        key = (id(tool), dumped["name"] if renamed else None)
+        found = self._bytes.get(key)
+        if found is None or found[0] is not tool:
+            found = self._bytes[key] = (tool, to_json(dumped))
+        return found[1]
+
+    def _listed(self, ctx: TaskContext) -> dict[str, list[tuple[Tool, dict[str, Any], bool]]]:
+        out: dict[str, list[tuple[Tool, dict[str, Any], bool]]] = {}
         for deployed in ctx.agents.values():
             try:
                 principal = Principal(role=deployed.role, name=deployed.name)
@@ -74,13 +95,13 @@ class ToolDumps:
                 if not envs:
                     raise ValueError("a tool client needs at least one environment")
                 single = len(set(deployed.env_ids)) == 1
-                listed: list[dict[str, Any]] = []
+                listed: list[tuple[Tool, dict[str, Any], bool]] = []
                 for env in {e.env_id: e for e in envs}.values():
                     for tool in env.gateway.tools_for(principal, env.instance):
                         dumped = self.dump(tool)
                         if not single:
                             dumped = {**dumped, "name": f"{env.env_id}{SEPARATOR}{tool.name}"}
-                        listed.append(dumped)
+                        listed.append((tool, dumped, not single))
                 out[deployed.name] = listed
             except Exception:  # a half-deployed episode: no tool list, the record still stands
                 continue
@@ -199,13 +220,24 @@ def record_line(
     that cannot be serialised). Raises what `build_record` raises."""
     try:
         rows, calls = trajectory_json(done.ctx)
-        head = build_record(done, record_tools=record_tools, tools=tools, calls=calls)
+        listed = b"{}"
+        if record_tools:
+            listed = (tools or ToolDumps()).tools_json(done.ctx)
+        head = build_record(done, record_tools=False, calls=calls)
         line = head.model_dump_json().encode()
         at = line.rfind(_SPLICE)
         if at < 0:
-            raise ValueError("no trajectory field in the record's line")
-        cut = at + len(b'"trajectory":')
-        whole = line[:cut] + rows + line[cut + 2 :]
+            raise ValueError("no tools and trajectory fields in the record's line")
+        whole = b"".join(
+            (
+                line[:at],
+                b'"tools":',
+                listed,
+                b',"trajectory":',
+                rows,
+                line[at + len(_SPLICE) - 10 :],
+            )
+        )
         return head.status, whole.decode()
     except Exception:  # whatever it was, the slow path says it as it always has
         record = build_record(done, record_tools=record_tools, tools=tools)

@@ -1,7 +1,7 @@
 """Running a task: validate its steps, then run them in waves of the dependency graph.
 
-Steps whose dependencies are met run concurrently (one wave at a time, waves from stdlib
-`graphlib`). Each step has an optional timeout. A failed step with a `retry_config`
+Steps whose dependencies are met run concurrently (one wave at a time: the generations
+stdlib `graphlib`'s TopologicalSorter gives, computed once per pass). Each step has an optional timeout. A failed step with a `retry_config`
 sends the run back to its target step (rolling environment state back to what it was
 when the target started, for `retry_from_step_id`) at most `max_retries` times. A failed
 step with `fail_task_on_error` (the default) stops the task: what is running finishes,
@@ -14,7 +14,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from graphlib import TopologicalSorter
+from graphlib import CycleError
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
@@ -171,11 +171,7 @@ class TaskRunner:
 
     async def _pass(self) -> tuple[str, str] | None:
         pending = [sid for sid in self.order if self.records[sid].status == "pending"]
-        graph = {sid: [d for d in self.deps[sid] if d in pending] for sid in pending}
-        sorter = TopologicalSorter(graph)
-        sorter.prepare()
-        while sorter.is_active():
-            wave = sorted(sorter.get_ready(), key=self.index.__getitem__)
+        for wave in self._waves(pending):
             runnable = []
             for sid in wave:
                 if self.aborted or self._blocked(sid):
@@ -187,7 +183,6 @@ class TaskRunner:
                 await self._run_one(runnable[0])
             else:
                 await asyncio.gather(*(self._run_one(sid) for sid in runnable))
-            sorter.done(*wave)
             for sid in runnable:
                 record, spec = self.records[sid], self.steps[sid].spec
                 if record.status not in _FAILED:
@@ -200,6 +195,26 @@ class TaskRunner:
                 if self.steps[sid].fails_task and not self.aborted:
                     self.aborted = f"step {sid!r} failed, so the task stopped"
         return None
+
+    def _waves(self, pending: list[str]) -> list[list[str]]:
+        """The pending steps in waves of the dependency graph among them, each wave in
+        task order: what graphlib's TopologicalSorter gives wave by wave (get_ready, then
+        done with the whole wave), computed up front, since the graph does not change
+        during a pass. CycleError, as graphlib raises it, for a cycle."""
+        left = set(pending)
+        waiting = {sid: {d for d in self.deps[sid] if d in left} for sid in pending}
+        waves: list[list[str]] = []
+        while waiting:
+            wave = [sid for sid, deps in waiting.items() if not deps]  # in task order
+            if not wave:
+                raise CycleError("nodes are in a cycle", sorted(waiting))
+            for sid in wave:
+                del waiting[sid]
+            done = set(wave)
+            for deps in waiting.values():
+                deps -= done
+            waves.append(wave)
+        return waves
 
     def _blocked(self, sid: str) -> bool:
         for dep in self.deps[sid]:
