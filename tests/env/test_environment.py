@@ -11,6 +11,7 @@ import yaml
 
 from agentenv import Environment, Gateway, Principal, load_environment
 from agentenv.spec import DocumentError, parse_environment_spec
+from agentenv.state import CollectionInfo, State
 
 TOOLS_PY = '''
 from agentenv import ToolContext, ToolError, tool
@@ -278,3 +279,40 @@ def test_access_rules_must_name_existing_tools(folder: Path) -> None:
     assert err.problem == "unknown tool 'reopen'"
     # `*` and get_time are always fine.
     load(folder, access=[{"role": "user", "tools": "*"}, {"role": "*", "tools": ["get_time"]}])
+
+
+def test_a_bulk_seed_equals_one_insert_per_record_and_keeps_no_reference_to_the_spec() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["id"]}
+    rows = [{"id": f"r{i}", "n": i, "tags": [i]} for i in range(300)]
+    spec = parse_environment_spec(
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": "bulk",
+            "state": {"items": {"schema": schema}},
+            "seed": {"items": rows},
+        }
+    )
+    env = Environment.from_spec(spec)
+    one_by_one = State({"items": CollectionInfo.create("id", schema)})
+    for row in rows:
+        one_by_one.insert("items", row)
+    assert env.seed.hash() == one_by_one.hash()
+    assert env.seed.to_dict() == one_by_one.to_dict()  # the same records in the same order
+    assert env.seed.changes == one_by_one.changes == 300
+    spec.seed["items"][0]["tags"].append("later")  # type: ignore[index]
+    assert env.new_state().get("items", "r0") == {"id": "r0", "n": 0, "tags": [0]}
+
+
+def test_a_seed_record_the_schema_refuses_names_it_as_an_insert_would() -> None:
+    spec = parse_environment_spec(
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": "bulk",
+            "state": {"items": {"schema": {"type": "object", "required": ["id"]}}},
+        }
+    )
+    with pytest.raises(DocumentError) as info:
+        Environment.from_spec(spec.model_copy(update={"seed": {"items": [{"id": "a"}, ["x"]]}}))
+    assert "invalid record items: expected an object, got list" in str(info.value)
