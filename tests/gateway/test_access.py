@@ -532,3 +532,17 @@ def test_a_composed_childs_hidden_tool_stays_hidden_under_its_namespace(tmp_path
     assert names(gw, Principal("agent")) == ["c__get_note"]  # `*` became `c__*`: not named
     listed = {t.name: t.model_dump(by_alias=True) for t in gw.list_tools(Principal("ops"))}
     assert listed["c__purge"]["_meta"] == {"agentenv.io/hiddenByDefault": True}
+
+
+async def test_tool_lists_are_cached_per_role_until_a_rule_changes() -> None:
+    gw = Gateway(make_env())
+    first = gw.list_tools(AGENT)
+    assert gw.list_tools(AGENT) == first and gw.list_tools(AGENT) is not first  # a new list
+    assert all(a is b for a, b in zip(gw.list_tools(AGENT), first, strict=True))  # shared infos
+    assert names(gw, SUPERVISOR) != names(gw, AGENT)  # one list per role
+    before = names(gw, AGENT)
+    await gw.set_tool_access(SYSTEM, "disable", "agent", ["get_ticket"])
+    assert names(gw, AGENT) == [n for n in before if n != "get_ticket"]  # the cache was emptied
+    assert [t.name for t in gw.tools_for(AGENT)] == names(gw, AGENT)
+    other = gw.create_instance()
+    assert names(gw, AGENT, other.id) == before  # rules (and caches) are per instance
