@@ -38,6 +38,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from agentenv.state import _table
 from agentenv.state._bulk import load_rows
 from agentenv.state._canonical import (
     canonical_json,
@@ -48,7 +49,7 @@ from agentenv.state._canonical import (
     record_digest,
 )
 from agentenv.state._fastcheck import Check, compile_check
-from agentenv.state._table import _Table
+from agentenv.state._table import _ABSENT, _Table
 from agentenv.state.changelog import DEFAULT_CAP, Changelog
 from agentenv.state.errors import (
     RecordExists,
@@ -307,7 +308,7 @@ class State:
         table = self._table(collection)
         key, stored, text = _prepare(collection, table.info, record)
         self._write(collection, key, stored, text)
-        return copy_json(stored)
+        return parse_canonical(text)  # a fresh copy, cheaper than copy_json(stored)
 
     def insert(self, collection: str, record: Mapping[str, Any]) -> Record:
         """Add a new record; RecordExists if its key is taken."""
@@ -316,7 +317,7 @@ class State:
         if table.entry(key) is not None:
             raise RecordExists(collection, key)
         self._write(collection, key, stored, text)
-        return copy_json(stored)
+        return parse_canonical(text)  # a fresh copy, cheaper than copy_json(stored)
 
     def update(self, collection: str, key: Any, changes: Mapping[str, Any]) -> Record:
         """Merge `changes` into an existing record; returns the new record."""
@@ -333,7 +334,7 @@ class State:
         current.update(changes)
         _, stored, text = _prepare(collection, info, current)
         self._write(collection, str(key), stored, text)
-        return copy_json(stored)
+        return parse_canonical(text)
 
     def delete(self, collection: str, key: Any) -> Record:
         """Remove a record and return it; RecordNotFound if there is none."""
@@ -469,16 +470,26 @@ class State:
 
     def _write(self, collection: str, key: str, stored: Record, text: str) -> None:
         new_digest = record_digest(collection, key, text)
-        table = self._own(collection)
-        old = table.entry(key)
+        if collection in self._owned:
+            self._hash = None
+            table = self._tables[collection]
+        else:
+            table = self._own(collection)
+        # table.entry() and table.set(), inlined: this is every write's path.
+        overlay = table.overlay
+        old = overlay.get(key, _ABSENT)
+        if old is _ABSENT:
+            old = table.base.get(key)
         if old is None:
-            table.set(key, (table.append(key), stored, new_digest))
+            overlay = overlay.set(key, (table.append(key), stored, new_digest))
             table.count += 1
             table.total = (table.total + new_digest) & _MASK
         else:
-            table.set(key, (old[0], stored, new_digest))
+            overlay = overlay.set(key, (old[0], stored, new_digest))
             table.total = (table.total + new_digest - old[2]) & _MASK
-        table.maybe_merge()
+        table.overlay = overlay
+        if len(overlay) > _table.COMPACT_AT:  # read here, so tests may lower it
+            table.maybe_merge()
         self._changes += 1
         if self._undo is not None:
             self._undo.append(("row", collection, key, old, False))
