@@ -49,6 +49,9 @@ def load_rows(
                     stored = None
         if stored is None:  # the slow path decides: accept, or raise the insert's error
             key, stored, text = prepare(name, info, row)
+        own = stored.get(field)
+        if type(own) is str and own == key:  # key by the record's own string: one object
+            key = own
         if key in base:
             raise RecordExists(name, key)
         h = prefix.copy()
