@@ -1,6 +1,6 @@
 """The State store's figures, each beside a baseline measured in the same run.
 
-    python benchmarks/bench_state.py            # full run (a few minutes)
+    python benchmarks/bench_state.py            # full run (about 3 minutes)
     python benchmarks/bench_state.py --quick    # fewer rounds, smaller baselines (< 2 min)
 
 The baseline is the store as it was before issue 12 (`store.py` at BEFORE, read with
@@ -322,7 +322,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds (< 2 minutes)")
     parser.add_argument("--n", type=int, default=1_000_000, help="records for sections 3-5")
     args = parser.parse_args()
-    rounds = 3 if args.quick else 7
+    rounds = 5 if args.quick else 9
     old = _old_store()
     bench_validation(rounds)
     bench_write(old, rounds)
