@@ -245,3 +245,19 @@ def test_what_the_fast_path_declines_gets_pydantics_verdict(args: dict[str, Any]
     model = create_model("m", __config__=ConfigDict(extra="forbid"), x=(int, ...))
     fast = FastArgs.of(model)
     assert fast is not None and fast(args) is None
+
+
+def test_a_pickled_tool_and_its_fast_check_still_tell_required_from_given() -> None:
+    import pickle
+
+    @tool
+    def send(to: str, count: int = 1) -> str:
+        """Send."""
+        return to
+
+    made = Tool.from_function(send)
+    fast = made.fast_args()
+    assert fast is not None
+    back = pickle.loads(pickle.dumps(fast))
+    assert back({"to": "a"}) == {"to": "a", "count": 1} and back({}) is None
+    assert made.__getstate__()["_fast"] is None  # a pickled tool remakes its caches

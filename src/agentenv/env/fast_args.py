@@ -25,7 +25,16 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-_REQUIRED: Any = object()
+
+class _Required:
+    """The default of a required field (a class: it pickles as itself, by reference)."""
+
+
+class _AnyValue:
+    """What a field of type Any accepts: every value, kept as it is."""
+
+
+_REQUIRED: Any = _Required
 _NONE = type(None)
 _LITERAL_KINDS = (str, int, _NONE)
 _BOUNDS = {
@@ -34,7 +43,7 @@ _BOUNDS = {
     Le: ("le", operator.le),
     Lt: ("lt", operator.lt),
 }
-_ANY = object()  # a field of type Any: every value, kept as it is
+_ANY: Any = _AnyValue
 _PLAIN = {str: (str,), int: (int,), float: (float,), bool: (bool,), list: (list,), dict: (dict,)}
 _IMMUTABLE_DEFAULTS = (_NONE, bool, int, float, str)
 _CONFIG_KEYS = {"extra", "title", "protected_namespaces", "json_schema_extra", "defer_build"}

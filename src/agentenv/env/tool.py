@@ -164,6 +164,10 @@ class Tool:
         default=None, init=False, repr=False, compare=False
     )
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The caches are remade where the tool lands (a worker process, a Ray actor).
+        return {**self.__dict__, "_fast": None, "_info": None}
+
     def fast_args(self) -> FastArgs | None:
         """The fast check of `args_model` for flat simple arguments (`env.fast_args`), made
         once per model; None when the model is not simple enough (then pydantic decides)."""
