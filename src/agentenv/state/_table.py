@@ -133,26 +133,54 @@ class _Table:
 
     def items(self) -> Iterator[tuple[str, Entry]]:
         """(key, entry) of every record, in order."""
-        entry = self.entry
+        # entry() inlined: reads of whole collections (list, find, to_dict) walk this.
+        base = self.base
+        overlay = self.overlay
+        order = (*self.chunks, self.tail)
         if self.stale == 0:  # every slot is live: no seq to compare
-            for chunk in self.chunks:
+            if not len(overlay):
+                for chunk in order:
+                    for key in chunk:
+                        yield key, base[key]
+                return
+            get = overlay.get
+            for chunk in order:
                 for key in chunk:
-                    yield key, entry(key)  # type: ignore[misc]
-            for key in self.tail:
-                yield key, entry(key)  # type: ignore[misc]
+                    found = get(key, _ABSENT)
+                    yield key, base[key] if found is _ABSENT else found
             return
+        get = overlay.get
         pos = 0
-        for chunk in (*self.chunks, self.tail):
+        for chunk in order:
             for key in chunk:
-                found = entry(key)
+                found = get(key, _ABSENT)
+                if found is _ABSENT:
+                    found = base.get(key)
                 if found is not None and found[0] == pos:
                     yield key, found
                 pos += 1
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """The stored records (not copies), in order."""
-        for _, found in self.items():
-            yield found[1]
+        """The stored records (not copies), in order (items()'s walk, without the keys)."""
+        base = self.base
+        overlay = self.overlay
+        order = (*self.chunks, self.tail)
+        if self.stale == 0 and not len(overlay):
+            for chunk in order:
+                for key in chunk:
+                    yield base[key][1]
+            return
+        get = overlay.get
+        check_seq = self.stale != 0
+        pos = 0
+        for chunk in order:
+            for key in chunk:
+                found = get(key, _ABSENT)
+                if found is _ABSENT:
+                    found = base.get(key)
+                if found is not None and (not check_seq or found[0] == pos):
+                    yield found[1]
+                pos += 1
 
     def key_list(self) -> list[str]:
         """The keys, in order."""

@@ -252,12 +252,14 @@ class State:
     ) -> list[Record]:
         """Copies of the records whose fields equal `equals` and that pass `where`."""
         out = []
+        wanted = tuple(equals.items())
         for record in self._table(collection).records():
-            if any(record.get(k, _MISSING) != v for k, v in equals.items()):
-                continue
-            if where is not None and not where(record):
-                continue
-            out.append(copy_json(record))
+            for name, value in wanted:  # a loop, not any(genexpr): this runs per record
+                if record.get(name, _MISSING) != value:
+                    break
+            else:
+                if where is None or where(record):
+                    out.append(copy_json(record))
         return out
 
     def keys(self, collection: str) -> list[str]:
