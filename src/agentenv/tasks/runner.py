@@ -111,6 +111,21 @@ def build_steps(
     return checked.steps
 
 
+_DEPS: dict[int, tuple[TaskSpec, list[Any], dict[str, list[str]]]] = {}
+_DEPS_KEPT = 1024
+
+
+def _dependencies(task: TaskSpec) -> dict[str, list[str]]:
+    """`task.dependencies()`, made once per task document (a rollout runs one many times);
+    shared: never change it."""
+    found = _DEPS.get(id(task))
+    if found is None or found[0] is not task or found[1] is not task.steps:
+        if len(_DEPS) >= _DEPS_KEPT:
+            _DEPS.clear()
+        found = _DEPS[id(task)] = (task, task.steps, task.dependencies())
+    return found[2]
+
+
 def verifier_id_of(step: Step) -> str:
     """A verifier step's `verifier_id` (the protocol's field); default: the step id."""
     value = getattr(step.params, "verifier_id", None)
@@ -134,7 +149,7 @@ class TaskRunner:
         self.steps = {s.id: s for s in steps}
         self.order = [s.id for s in steps]
         self.index = {sid: i for i, sid in enumerate(self.order)}
-        self.deps = task.dependencies()
+        self.deps = _dependencies(task)
         self.records = {s.id: StepRecord(id=s.id, type=s.spec.type) for s in steps}
         self.retries: dict[str, int] = dict.fromkeys(self.order, 0)
         self.checkpoints: dict[str, _Checkpoint] = {}
