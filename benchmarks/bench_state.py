@@ -18,7 +18,9 @@ writes, also in CPU time).
    the first write after a snapshot, ours and the baseline's;
 4. delete at N (the baseline scanned for the record's position);
 5. loading N seed records through `Environment.from_spec`, with memory per record, and the
-   same records through the baseline's `State.from_records` (at a tenth of N with --quick).
+   same records through the baseline's `State.from_records` (at a tenth of N with --quick);
+6. reading a whole collection of 10,000 records (`list`, `find`): the price of the
+   persistent map is the walk (a lookup per key, where a dict walked its values).
 """
 
 from __future__ import annotations
@@ -317,6 +319,27 @@ def bench_load(old: Any, n: int, old_n: int) -> None:
     del env
 
 
+def bench_reads(old: Any, rounds: int) -> None:
+    print("6. whole-collection reads at 10,000 records, on a fork with one write (ms)")
+    rows = [{"id": f"r{i}", "status": "closed" if i % 50 == 0 else "open"} for i in range(10_000)]
+    ours = State.from_records({"t": rows}).fork()
+    theirs = old.State.from_records({"t": rows}).fork()
+    for s in (ours, theirs):
+        s.put("t", {"id": "x", "status": "open"})
+    got = _rounds(
+        {
+            "old list": lambda: theirs.list("t"),
+            "new list": lambda: ours.list("t"),
+            "old find": lambda: theirs.find("t", status="closed"),
+            "new find": lambda: ours.find("t", status="closed"),
+        },
+        3,
+        rounds,
+    )
+    _line("list", got["new list"] / 1e3, "before issue 12", got["old list"] / 1e3, "ms")
+    _line("find(status=...)", got["new find"] / 1e3, "before issue 12", got["old find"] / 1e3, "ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (< 2 minutes)")
@@ -328,6 +351,7 @@ def main() -> None:
     bench_write(old, rounds)
     bench_forks(old, args.n, 60 if args.quick else 200)
     bench_load(old, args.n, args.n // 10 if args.quick else args.n)
+    bench_reads(old, rounds)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ most of its slots are dead and no transaction is open (undo entries hold seqs).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from immutables import Map
@@ -46,6 +48,8 @@ considered; then only when they outnumber the live records (or the base)."""
 
 _EMPTY: Map[str, Entry | None] = Map()
 _ABSENT: Any = object()
+_RECORD = itemgetter(1)
+_FIRST = itemgetter(0)
 
 
 class _Table:
@@ -53,6 +57,7 @@ class _Table:
 
     __slots__ = (
         "base",
+        "base_end",
         "chunks",
         "count",
         "hash_base",
@@ -69,6 +74,7 @@ class _Table:
         # The collection itself counts in the hash, so an empty collection is not "absent".
         self.hash_base = digest("collection", "", info.key) if hash_base is None else hash_base
         self.base: dict[str, Entry] = {}
+        self.base_end = 0
         self.overlay = _EMPTY
         self.count = 0
         self.chunks: tuple[list[str], ...] = ()
@@ -83,6 +89,7 @@ class _Table:
         table.info = self.info
         table.hash_base = self.hash_base
         table.base = self.base
+        table.base_end = self.base_end
         table.overlay = self.overlay
         table.count = self.count
         table.chunks = _frozen(self.chunks, self.tail) if self.tail else self.chunks
@@ -116,71 +123,80 @@ class _Table:
             self.overlay = self.overlay.delete(key)
 
     def maybe_merge(self) -> None:
-        """Merge the overlay into a new base once it outgrows the old one (amortised O(1))."""
+        """Merge the overlay into a new base once it outgrows the old one (amortised O(1)).
+
+        A merge is a compaction (seqs renumbered), so only outside transactions (the store
+        sees to it): undo entries hold seqs.
+        """
         overlay = self.overlay
-        if len(overlay) <= COMPACT_AT or len(overlay) <= len(self.base):
-            return
-        base = dict(self.base)
-        for key, found in overlay.items():
-            if found is None:
-                del base[key]
-            else:
-                base[key] = found
-        self.base = base
-        self.overlay = _EMPTY
+        if len(overlay) > COMPACT_AT and len(overlay) > len(self.base):
+            self.compact()
 
     # -- order -----------------------------------------------------------------------------
+    # The base is dense: its entries' seqs are 0, 1, ... in dict order, and its keys hold
+    # slots 0 .. base_end - 1. A key the overlay holds over the base either keeps that
+    # place (a replaced record, same seq) or leaves it (deleted: None; deleted and added
+    # again: a new seq, at a slot from base_end on, like every key not in the base).
+    # So a walk is the base in dict order, at C speed (itertools over the dict's own
+    # iterator), with the overlay's few substitutions spliced in, then the slots after.
+
+    def _substitutions(self) -> list[tuple[int, str, Entry | None]]:
+        """(base position, key, entry that stays there or None) of the overlay's keys that
+        are in the base, by position."""
+        base = self.base
+        subs = []
+        for key, found in self.overlay.items():
+            entry = base.get(key)
+            if entry is not None:
+                stays = found if found is not None and found[0] == entry[0] else None
+                subs.append((entry[0], key, stays))
+        subs.sort(key=_FIRST)
+        return subs
+
+    def _spliced(self, source: Iterator[Any], record_only: bool) -> Iterator[Any]:
+        """`source` (an iterator over the base, in order) with the overlay spliced in."""
+        if not len(self.overlay):
+            return source
+        pieces: list[Iterable[Any]] = []
+        pos = 0
+        for at, key, stays in self._substitutions():
+            if at > pos:
+                pieces.append(islice(source, at - pos))
+            pieces.append(islice(source, 1, 1))  # consumes the base's item, yields nothing
+            if stays is not None:
+                pieces.append((stays[1] if record_only else (key, stays),))
+            pos = at + 1
+        pieces.append(source)
+        return chain.from_iterable(pieces)
+
+    def _after_base(self, record_only: bool) -> Iterator[Any]:
+        """The live entries at slots from base_end on."""
+        get = self.overlay.get
+        pos = 0
+        start = self.base_end
+        for chunk in (*self.chunks, self.tail):
+            end = pos + len(chunk)
+            if end > start:
+                skip = max(0, start - pos)
+                for seq, key in enumerate(chunk[skip:] if skip else chunk, pos + skip):
+                    found = get(key)
+                    if found is not None and found[0] == seq:
+                        yield found[1] if record_only else (key, found)
+            pos = end
 
     def items(self) -> Iterator[tuple[str, Entry]]:
         """(key, entry) of every record, in order."""
-        # entry() inlined: reads of whole collections (list, find, to_dict) walk this.
-        base = self.base
-        overlay = self.overlay
-        order = (*self.chunks, self.tail)
-        if self.stale == 0:  # every slot is live: no seq to compare
-            if not len(overlay):
-                for chunk in order:
-                    for key in chunk:
-                        yield key, base[key]
-                return
-            get = overlay.get
-            for chunk in order:
-                for key in chunk:
-                    found = get(key, _ABSENT)
-                    yield key, base[key] if found is _ABSENT else found
-            return
-        get = overlay.get
-        pos = 0
-        for chunk in order:
-            for key in chunk:
-                found = get(key, _ABSENT)
-                if found is _ABSENT:
-                    found = base.get(key)
-                if found is not None and found[0] == pos:
-                    yield key, found
-                pos += 1
+        walk = self._spliced(iter(self.base.items()), record_only=False)
+        if self.size > self.base_end:
+            return chain(walk, self._after_base(record_only=False))
+        return walk
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """The stored records (not copies), in order (items()'s walk, without the keys)."""
-        base = self.base
-        overlay = self.overlay
-        order = (*self.chunks, self.tail)
-        if self.stale == 0 and not len(overlay):
-            for chunk in order:
-                for key in chunk:
-                    yield base[key][1]
-            return
-        get = overlay.get
-        check_seq = self.stale != 0
-        pos = 0
-        for chunk in order:
-            for key in chunk:
-                found = get(key, _ABSENT)
-                if found is _ABSENT:
-                    found = base.get(key)
-                if found is not None and (not check_seq or found[0] == pos):
-                    yield found[1]
-                pos += 1
+        """The stored records (not copies), in order."""
+        walk = self._spliced(map(_RECORD, self.base.values()), record_only=True)
+        if self.size > self.base_end:
+            return chain(walk, self._after_base(record_only=True))
+        return walk
 
     def key_list(self) -> list[str]:
         """The keys, in order."""
@@ -218,6 +234,7 @@ class _Table:
         for seq, (key, (_, record, record_digest)) in enumerate(self.items()):
             base[key] = (seq, record, record_digest)
         self.base = base
+        self.base_end = len(base)
         self.overlay = _EMPTY
         self.chunks = ()
         self.tail = list(base)
@@ -229,7 +246,7 @@ class _Table:
         assert not self.count and not self.size
         self.base = base
         self.overlay = _EMPTY
-        self.count = self.size = len(base)
+        self.count = self.size = self.base_end = len(base)
         self.tail = list(base)
         self.total = total & ((1 << 256) - 1)
 

@@ -349,14 +349,12 @@ class State:
         table.count -= 1
         table.stale += 1  # its slot stays, so a rollback puts the record back in place
         table.total = (table.total - old[2]) & _MASK
-        table.maybe_merge()
         self._changes += 1
         if self._undo is not None:
             self._undo.append(("row", collection, key, old, True))
         else:
             self._log(("row", collection, key, old, True))
-            if table.wants_compaction():
-                table.compact()
+            _tidy(table)
         return copy_json(old[1])
 
     def clear(self, collection: str | None = None) -> None:
@@ -490,13 +488,14 @@ class State:
             overlay = overlay.set(key, (old[0], stored, new_digest))
             table.total = (table.total + new_digest - old[2]) & _MASK
         table.overlay = overlay
-        if len(overlay) > _table.COMPACT_AT:  # read here, so tests may lower it
-            table.maybe_merge()
         self._changes += 1
         if self._undo is not None:
             self._undo.append(("row", collection, key, old, False))
-        elif self._changelog is not None:
-            self._log(("row", collection, key, old, False))
+        else:
+            if self._changelog is not None:
+                self._log(("row", collection, key, old, False))
+            if len(overlay) > _table.COMPACT_AT:  # read here, so tests may lower it
+                table.maybe_merge()
 
     def _log(self, entry: tuple[Any, ...]) -> None:
         if self._undo is not None:
@@ -517,12 +516,18 @@ class State:
         return None if table is None else table.get(key)
 
     def _compact_touched(self, undo: list[tuple[Any, ...]]) -> None:
-        """After a commit: compact the tables its deletes left mostly dead."""
-        for entry in undo:
-            if entry[0] == "row" and entry[4]:
-                table = self._tables.get(entry[1])
-                if table is not None and table.wants_compaction():
-                    self._own(entry[1]).compact()
+        """After a commit: merge or compact the tables it wrote, where due (never inside a
+        transaction: undo entries hold seqs, and a merge must not meet a rollback)."""
+        if len(undo) == 1:  # the common case: one write
+            names: Iterable[str] = (undo[0][1],) if undo[0][0] == "row" else ()
+        else:
+            names = {entry[1] for entry in undo if entry[0] == "row"}
+        for name in names:
+            table = self._tables.get(name)
+            if table is not None and (
+                len(table.overlay) > _table.COMPACT_AT or table.wants_compaction()
+            ):
+                _tidy(self._own(name))
 
     def _rollback(self, mark: int) -> None:
         undo = self._undo
@@ -555,6 +560,14 @@ class State:
 
 
 _MISSING = object()
+
+
+def _tidy(table: _Table) -> None:
+    """Outside transactions: compact a table mostly dead, else merge an overlay grown big."""
+    if table.wants_compaction():
+        table.compact()
+    else:
+        table.maybe_merge()
 
 
 def _prepare(
