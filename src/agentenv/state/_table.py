@@ -12,7 +12,7 @@ Where entries live:
   that shares all but one path of ~log32(n) nodes with the old one, so copying a table is
   O(1) and a write costs the same on a table just forked as on one written a thousand
   times. When the overlay outgrows the base it is merged into a new base (O(n), once per
-  n writes: amortised O(1)).
+  n writes: amortised O(1); outside transactions only).
 
 Building a large HAMT is slow (3.6 µs a key at a million keys), a dict is not: that is why
 a bulk-loaded seed goes to the base, and only writes pay for the persistent map.
@@ -23,7 +23,10 @@ Order: `chunks` (lists of keys, never changed once a table holding them is share
 delete leaves its slot dead, so putting the entry back (a rolled-back delete) puts the
 record back in its place, and `put` of an existing key keeps the entry's seq and so its
 place. `stale` counts the dead slots; `State` compacts a table (renumbering its seqs) when
-most of its slots are dead and no transaction is open (undo entries hold seqs).
+most of its slots are dead, or merges it when the overlay outgrows the base (the same
+pass), only when no transaction is open (undo entries hold seqs). So the base is dense:
+its seqs are 0, 1, ... in dict order, and reading a whole collection walks the dict at C
+speed with the overlay's few keys spliced in (see `_spliced`), not a lookup per key.
 """
 
 from __future__ import annotations
