@@ -17,7 +17,6 @@ list, a number key a string, exactly what the REST readers always saw.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,7 +27,6 @@ from agentenv.spec.wire import CallError
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 """One microsecond: `(when - EPOCH) // _US` is a UTC time's slot."""
-_loads = json.loads
 _construct_error = CallError.model_construct
 
 # Row slots (a row is a plain tuple, in this order).
@@ -54,7 +52,7 @@ def micros(when: datetime | None) -> int | datetime | None:
 def time_of(value: int | datetime | str | None) -> datetime | None:
     """The datetime a row's time slot stands for."""
     if type(value) is int:
-        return EPOCH + timedelta(microseconds=value)
+        return EPOCH + timedelta(0, 0, value)  # positional: faster than microseconds=
     if type(value) is str:  # a zone pickle could not carry (see `portable`)
         return datetime.fromisoformat(value)
     return value  # type: ignore[return-value]
