@@ -301,8 +301,8 @@ def main() -> None:
 
     quick = args.quick
     rounds = 3
-    over_n = 800 if quick else 3000
-    proc_n = 1200 if quick else 6000
+    over_n = 700 if quick else 3000
+    proc_n = 1000 if quick else 6000
     cores = os.cpu_count() or 1
     say(
         f"support-desk, scripted agent, {len(CALLS)} tool calls per episode, {cores} cores, "
