@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from agentenv.state import CollectionInfo, RecordExists, RecordNotFound, Snapshot, State
+from agentenv.state import (
+    CollectionInfo,
+    RecordExists,
+    RecordInvalid,
+    RecordNotFound,
+    Snapshot,
+    State,
+)
 from agentenv.state import _table as table_module
 from agentenv.state._canonical import canonical_json, digest
 
@@ -206,3 +213,23 @@ def test_from_records_equals_inserting_one_by_one() -> None:
     assert bulk.get("a", "0") == {"id": "0", "n": 0, "tags": []}
     with pytest.raises(RecordExists):
         State.from_records({"a": [{"id": "1"}, {"id": 1}]})
+
+
+def test_a_snapshot_pickles_with_its_order_hash_and_schema() -> None:
+    import pickle
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    state = State.from_records(
+        {"a": [{"id": str(i), "n": i} for i in range(5)]},
+        {"a": CollectionInfo.create("id", schema)},
+    )
+    state.delete("a", "1")
+    state.put("a", {"id": "9", "n": 9})
+    back = pickle.loads(pickle.dumps(state.snapshot())).fork()
+    assert (back.keys("a"), back.hash(), back.changes) == (
+        state.keys("a"),
+        state.hash(),
+        state.changes,
+    )
+    with pytest.raises(RecordInvalid, match="n: 'x' is not of type 'integer'"):
+        back.put("a", {"id": "2", "n": "x"})

@@ -81,6 +81,13 @@ class CollectionInfo:
         validator = Draft202012Validator(dict(schema))
         return cls(key=key, schema=schema, validator=validator, check=compile_check(schema))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The validator and the compiled check do not pickle; they are rebuilt from the
+        # schema (a state or snapshot sent to another process keeps validating).
+        if self.validator is None:
+            return (CollectionInfo, (self.key, self.schema))
+        return (CollectionInfo.create, (self.key, self.schema))
+
 
 class Snapshot:
     """A frozen state: cheap to take, cheap to fork from, never changes."""
