@@ -59,6 +59,9 @@ DEFAULT_PROCESS_CONCURRENCY = 64
 """Episodes at once in each worker process."""
 DEFAULT_WORKER_RETRIES = 2
 START_METHODS = ("spawn", "forkserver")
+START_TIMEOUT_S = 300.0
+"""How long a worker may take to start (import agentenv, load the plan) before the rollout
+stops with WorkerStartError."""
 STOP_WAIT_S = 10.0
 """How long a worker asked to stop may take before it is killed."""
 _POLL_S = 0.1
@@ -148,6 +151,7 @@ class _Worker:
     held: dict[str, PlannedEpisode] = field(default_factory=dict)
     solo: bool = False
     """Running one episode whose worker died, alone."""
+    started: float = field(default_factory=time.monotonic)
 
 
 class ProcessRunner(BaseRunner):
@@ -283,7 +287,7 @@ class ProcessRunner(BaseRunner):
                 slot.conn.close()
             fresh = self._spawn()
             slot.process, slot.conn, slot.ready = fresh.process, fresh.conn, False
-            slot.held, slot.solo = {}, False
+            slot.held, slot.solo, slot.started = {}, False, fresh.started
 
         while True:
             if self.stopping:
@@ -301,6 +305,10 @@ class ProcessRunner(BaseRunner):
                 if handle is slot.conn:
                     self._drain(slot)
             for slot in slots:
+                if not slot.ready and time.monotonic() - slot.started > START_TIMEOUT_S:
+                    raise WorkerStartError(
+                        f"a worker process did not start within {START_TIMEOUT_S:g} s"
+                    )
                 if not slot.process.is_alive():
                     if not slot.ready:
                         self._drain(slot)  # a worker that failed to start says why
