@@ -5,9 +5,11 @@ when the outermost transaction ends without raising for the writes inside one. A
 rolled-back write never becomes a row. Row ids are the state's change counter after the
 write (`State.changes`), so the last row's id is the state's changelog id.
 
-Rows are cheap to make: a tuple holding references to the stored records, which are never
-mutated once stored, so nothing is copied or serialised on the write path. The readable
-form (summary, changed fields) is computed when a row is read.
+Rows are cheap to make: a plain tuple holding references to the stored records, which are
+never mutated once stored, so nothing is copied or serialised on the write path (and the
+GC stops tracking a row whose records hold no containers). A reader gets `ChangeRow`s,
+made from the tuples as it reads them (equal, not the same objects); the readable form
+(summary, changed fields) is computed from those.
 
 Only the newest `cap` rows are kept (a ring). A reader asking for rows older than the ring
 learns how many it missed (`Changelog.page` says so); nothing else is lost.
@@ -107,6 +109,7 @@ class ChangePage:
 
 
 _Entry = tuple[Any, ...]
+_Row = tuple[Any, ...]
 
 
 class Changelog:
@@ -121,18 +124,19 @@ class Changelog:
         self.start = start
         """The state's change counter when the changelog began: earlier writes (the
         seed) were never in it, so they are not counted as dropped."""
-        self._rows: deque[ChangeRow] = deque(maxlen=cap)
+        # Each row as the tuple of ChangeRow's fields, in order.
+        self._rows: deque[_Row] = deque(maxlen=cap)
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def __iter__(self) -> Iterator[ChangeRow]:
-        return iter(self._rows)
+        return (ChangeRow(*row) for row in list(self._rows))
 
     @property
     def last_id(self) -> int | None:
         """The newest row's id, or None when there is none."""
-        return self._rows[-1].id if self._rows else None
+        return self._rows[-1][0] if self._rows else None
 
     def record(
         self,
@@ -146,7 +150,7 @@ class Changelog:
     ) -> None:
         """Add the row of one committed write."""
         operation: Operation = "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
-        self._rows.append(ChangeRow(row_id, time(), collection, key, operation, before, after))
+        self._rows.append((row_id, time(), collection, key, operation, before, after))
 
     def commit(
         self,
@@ -170,9 +174,7 @@ class Changelog:
                     "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
                 )
                 after = None if deleted else current(collection, key)
-                self._rows.append(
-                    ChangeRow(last_id, time(), collection, key, operation, before, after)
-                )
+                self._rows.append((last_id, time(), collection, key, operation, before, after))
             return
         writes = [e for e in entries if e[0] == "row"]
         if not writes:
@@ -195,33 +197,33 @@ class Changelog:
             else:
                 operation = "INSERT" if before is None else "UPDATE"
                 after = afters[i]
-            append(ChangeRow(first + i, now, collection, key, operation, before, after))
+            append((first + i, now, collection, key, operation, before, after))
 
     def rewind(self, to_id: int) -> None:
         """Drop the rows after `to_id` (the state went back to a point before them)."""
         rows = self._rows
-        while rows and rows[-1].id > to_id:
+        while rows and rows[-1][0] > to_id:
             rows.pop()
         self.start = min(self.start, to_id)
 
     def page(self, after_id: int, limit: int) -> ChangePage:
         """At most `limit` rows with ids above `after_id`, oldest first."""
         rows = self._rows
-        if not rows or rows[-1].id <= after_id:
+        if not rows or rows[-1][0] <= after_id:
             return ChangePage([], False, 0)
-        oldest = rows[0].id
+        oldest = rows[0][0]
         dropped = max(0, oldest - 1 - max(after_id, self.start))
         # Ids are ascending but may skip (a restore to another lineage): find the start.
         start = 0 if after_id < oldest else _first_above(rows, after_id)
-        picked = [rows[i] for i in range(start, min(start + limit, len(rows)))]
+        picked = [ChangeRow(*rows[i]) for i in range(start, min(start + limit, len(rows)))]
         return ChangePage(picked, start + limit < len(rows), dropped)
 
 
-def _first_above(rows: deque[ChangeRow], after_id: int) -> int:
+def _first_above(rows: deque[_Row], after_id: int) -> int:
     lo, hi = 0, len(rows)
     while lo < hi:
         mid = (lo + hi) // 2
-        if rows[mid].id <= after_id:
+        if rows[mid][0] <= after_id:
             lo = mid + 1
         else:
             hi = mid

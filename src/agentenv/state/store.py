@@ -42,7 +42,6 @@ from agentenv.state import _table
 from agentenv.state._bulk import load_rows
 from agentenv.state._canonical import (
     canonical_json,
-    combine,
     copy_json,
     digest,
     parse_canonical,
@@ -119,10 +118,20 @@ class Snapshot:
 
 
 def _hash_tables(tables: Mapping[str, _Table]) -> str:
+    return format(_hash_total(tables), "064x")
+
+
+def _hash_total(tables: Mapping[str, _Table]) -> int:
+    """The state hash as a number: `combine` of every table's part, summed and masked once
+    (the same sum modulo 2**256; no call per table on the path after every write)."""
     total = 0
+    names = _NAME_DIGESTS
     for name, table in tables.items():
-        total = combine(total, table.hash_base + table.total + _name_digest(name))
-    return format(total, "064x")
+        named = names.get(name)
+        if named is None:
+            named = _name_digest(name)
+        total += table.hash_base + table.total + named
+    return total & _MASK
 
 
 _NAME_DIGESTS: dict[str, int] = {}
@@ -186,7 +195,7 @@ class State:
     hash current. Wrap a group of writes in `transaction()` to make it all-or-nothing.
     """
 
-    __slots__ = ("_changelog", "_changes", "_hash", "_owned", "_tables", "_undo")
+    __slots__ = ("_changelog", "_changes", "_hash", "_last_hash", "_owned", "_tables", "_undo")
 
     def __init__(self, collections: Mapping[str, CollectionInfo | str] | None = None) -> None:
         self._tables: dict[str, _Table] = {}
@@ -194,6 +203,7 @@ class State:
         self._undo: list[tuple[Any, ...]] | None = None
         self._changes = 0
         self._hash: str | None = None
+        self._last_hash: tuple[int, str] | None = None  # the last hash, as number and text
         self._changelog: Changelog | None = None
         for name, info in (collections or {}).items():
             self.add_collection(name, info)
@@ -300,10 +310,15 @@ class State:
     def hash(self) -> str:
         """The canonical hash: equal states have equal hashes in any process.
 
-        Cached between writes; recomputing it sums one number per collection.
+        Cached between writes; recomputing it sums one number per collection (and a
+        write that leaves the state as it was gets the text it had, not formatted again).
         """
         if self._hash is None:
-            self._hash = _hash_tables(self._tables)
+            total = _hash_total(self._tables)
+            last = self._last_hash
+            if last is None or last[0] != total:
+                last = self._last_hash = (total, format(total, "064x"))
+            self._hash = last[1]
         return self._hash
 
     def to_dict(self) -> dict[str, list[Record]]:
@@ -525,14 +540,17 @@ class State:
     def _compact_touched(self, undo: list[tuple[Any, ...]]) -> None:
         """After a commit: merge or compact the tables it wrote, where due (never inside a
         transaction: undo entries hold seqs, and a merge must not meet a rollback)."""
+        limit = _table.COMPACT_AT  # read here, so tests may lower it
         if len(undo) == 1:  # the common case: one write
-            names: Iterable[str] = (undo[0][1],) if undo[0][0] == "row" else ()
+            if undo[0][0] != "row":
+                return
+            names: Iterable[str] = (undo[0][1],)
         else:
             names = {entry[1] for entry in undo if entry[0] == "row"}
         for name in names:
             table = self._tables.get(name)
             if table is not None and (
-                len(table.overlay) > _table.COMPACT_AT or table.wants_compaction()
+                len(table.overlay) > limit or (table.stale > limit and table.stale > table.count)
             ):
                 _tidy(self._own(name))
 
