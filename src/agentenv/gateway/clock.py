@@ -21,6 +21,11 @@ from agentenv.env.tool import Tool, ToolContext, ToolError
 from agentenv.spec.environment import ClockSpec
 
 MAX_RATE = 86400.0
+_ZERO = timedelta(0)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_US_OF: dict[timedelta, int] = {}
+"""Durations in microseconds: a call's step is one of a few durations (its tool's)."""
 MAX_YEAR = 9000  # leaves room for durations and triggers without overflowing datetime
 ClockMode = Literal["stepped", "wall"]
 
@@ -76,6 +81,7 @@ class VirtualClock:
         self.default_duration = default_duration
         self._real = real_time
         self._t0: datetime | None = None
+        self._t0_us: int | None = None  # _t0 as microseconds since the epoch (rows keep that)
         self._real0 = 0.0
         self.start: datetime | None = None
         # Bumped whenever the mapping from real to virtual time changes (set, advance,
@@ -192,6 +198,7 @@ class VirtualClock:
         if mode is not None:
             self.mode = mode
         self._t0 = virtual_time.astimezone(UTC)
+        self._t0_us = (self._t0 - _EPOCH) // _US
         self._real0 = self._real()
         self.start = self._t0
         self.epoch += 1
@@ -201,16 +208,34 @@ class VirtualClock:
 
         Time saturates at the largest representable instant rather than overflowing.
         """
-        if self._t0 is not None and delta > timedelta(0):
+        if self._t0 is not None and delta > _ZERO:
             try:
                 self._t0 += delta
             except OverflowError:
                 self._t0 = datetime.max.replace(tzinfo=UTC)
+                self._t0_us = (self._t0 - _EPOCH) // _US
+            else:
+                step = _US_OF.get(delta)
+                if step is None:
+                    if len(_US_OF) > 1024:  # durations spent by tools may be all different
+                        _US_OF.clear()
+                    step = _US_OF[delta] = delta // _US
+                self._t0_us += step  # type: ignore[operator]
             self.epoch += 1
+
+    def micros_of(self, moment: datetime | None) -> int | datetime | None:
+        """`moment` as a trajectory row keeps a time (`gateway.rows.micros`); at no cost
+        for the time `now()` gives a stepped or frozen clock."""
+        if moment is self._t0 and moment is not None:
+            return self._t0_us
+        if moment is None or moment.tzinfo is not UTC:
+            return moment
+        return (moment - _EPOCH) // _US
 
     def clear(self) -> None:
         """Disarm the clock."""
         self._t0 = None
+        self._t0_us = None
         self.start = None
         self.epoch += 1
 

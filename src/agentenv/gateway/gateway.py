@@ -355,8 +355,9 @@ class Gateway(ToolLists, ControlPlane):
                 problem = _Problem("tool_error", crash(exc))
             if problem is not None and isolated:
                 before = state.changes  # nothing of it landed; others may have written meanwhile
+        clock = inst.clock
+        slot = clock.micros_of(vt)  # before the step: the record keeps the call's start
         if ran and kind == "call":
-            clock = inst.clock
             if clock.mode == "stepped":
                 declared = tool.duration  # type: ignore[union-attr]
                 clock.advance(declared if declared is not None else clock.default_duration)
@@ -390,6 +391,7 @@ class Gateway(ToolLists, ControlPlane):
             (perf_counter() - started) * 1000,
             session,
             trigger_id,
+            slot,
         )
         result = CallResult(error is None, value, text, error, changelog_id, seq, state_hash)
         if error is None and kind == "call" and not inst.triggers.empty:
