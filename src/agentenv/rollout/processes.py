@@ -88,8 +88,9 @@ def _worker_main(conn: Connection, payload: bytes, options: dict[str, Any]) -> N
         with contextlib.suppress(Exception):
             conn.send(("failed", f"{type(exc).__name__}: {exc}{where}"))
         return
-    freeze_loaded()  # the plan and environments stay for the worker's life
-    gc.set_threshold(*THRESHOLD)
+    if options.get("gc_tuning", True):  # as the local runner does (rollout.gctune)
+        freeze_loaded()  # the plan and environments stay for the worker's life
+        gc.set_threshold(*THRESHOLD)
     conn.send(("ready", WORKER))
     asyncio.run(_serve(conn, tasks, agents, envs, options))
 
@@ -199,6 +200,7 @@ class ProcessRunner(BaseRunner):
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "record_tools": self.record_tools,
+            "gc_tuning": self.gc_tuning,
         }
 
     def _spawn(self) -> _Worker:
