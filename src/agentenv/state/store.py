@@ -195,7 +195,16 @@ class State:
     hash current. Wrap a group of writes in `transaction()` to make it all-or-nothing.
     """
 
-    __slots__ = ("_changelog", "_changes", "_hash", "_last_hash", "_owned", "_tables", "_undo")
+    __slots__ = (
+        "_changelog",
+        "_changes",
+        "_hash",
+        "_last_hash",
+        "_owned",
+        "_sum",
+        "_tables",
+        "_undo",
+    )
 
     def __init__(self, collections: Mapping[str, CollectionInfo | str] | None = None) -> None:
         self._tables: dict[str, _Table] = {}
@@ -204,6 +213,9 @@ class State:
         self._changes = 0
         self._hash: str | None = None
         self._last_hash: tuple[int, str] | None = None  # the last hash, as number and text
+        # The hash as a number, kept up to date by `_write` (every call's path); None
+        # after anything else that changes the tables (then summed again when asked).
+        self._sum: int | None = None
         self._changelog: Changelog | None = None
         for name, info in (collections or {}).items():
             self.add_collection(name, info)
@@ -239,7 +251,7 @@ class State:
             info = CollectionInfo.create(info, schema)
         self._tables[name] = _Table(info)
         self._owned.add(name)
-        self._hash = None
+        self._hash = self._sum = None
         self._log(("table", name))
 
     # -- reads -------------------------------------------------------------------------
@@ -314,7 +326,9 @@ class State:
         write that leaves the state as it was gets the text it had, not formatted again).
         """
         if self._hash is None:
-            total = _hash_total(self._tables)
+            total = self._sum
+            if total is None:
+                total = self._sum = _hash_total(self._tables)
             last = self._last_hash
             if last is None or last[0] != total:
                 last = self._last_hash = (total, format(total, "064x"))
@@ -332,7 +346,7 @@ class State:
         table = self._table(collection)
         key, stored, text = _prepare(collection, table.info, record)
         self._write(collection, key, stored, text)
-        return parse_canonical(text)  # a fresh copy, cheaper than copy_json(stored)
+        return _fresh(stored, text)
 
     def insert(self, collection: str, record: Mapping[str, Any]) -> Record:
         """Add a new record; RecordExists if its key is taken."""
@@ -341,7 +355,7 @@ class State:
         if table.entry(key) is not None:
             raise RecordExists(collection, key)
         self._write(collection, key, stored, text)
-        return parse_canonical(text)  # a fresh copy, cheaper than copy_json(stored)
+        return _fresh(stored, text)
 
     def update(self, collection: str, key: Any, changes: Mapping[str, Any]) -> Record:
         """Merge `changes` into an existing record; returns the new record."""
@@ -358,7 +372,7 @@ class State:
         current.update(changes)
         _, stored, text = _prepare(collection, info, current)
         self._write(collection, str(key), stored, text)
-        return parse_canonical(text)
+        return _fresh(stored, text)
 
     def delete(self, collection: str, key: Any) -> Record:
         """Remove a record and return it; RecordNotFound if there is none."""
@@ -371,6 +385,7 @@ class State:
         table.count -= 1
         table.stale += 1  # its slot stays, so a rollback puts the record back in place
         table.total = (table.total - old[2]) & _MASK
+        self._sum = None
         self._changes += 1
         if self._undo is not None:
             self._undo.append(("row", collection, key, old, True))
@@ -426,7 +441,7 @@ class State:
             raise RuntimeError("cannot restore a snapshot inside a transaction")
         self._tables = dict(snapshot._tables)
         self._owned = set()
-        self._hash = None
+        self._hash = self._sum = None
         self._changes = snapshot.changes
         if self._changelog is not None:
             self._changelog.rewind(snapshot.changes)
@@ -471,6 +486,7 @@ class State:
                 continue
             base, total = load_rows(name, table.info, rows, _prepare)
             table.load(base, total)
+            state._sum = None
             state._changes += len(base)
 
     # -- internals -----------------------------------------------------------------------
@@ -505,10 +521,13 @@ class State:
         if old is None:
             overlay = overlay.set(key, (table.append(key), stored, new_digest))
             table.count += 1
-            table.total = (table.total + new_digest) & _MASK
+            change = new_digest
         else:
             overlay = overlay.set(key, (old[0], stored, new_digest))
-            table.total = (table.total + new_digest - old[2]) & _MASK
+            change = new_digest - old[2]
+        table.total = (table.total + change) & _MASK
+        if self._sum is not None:
+            self._sum = (self._sum + change) & _MASK
         table.overlay = overlay
         self._changes += 1
         if self._undo is not None:
@@ -557,6 +576,7 @@ class State:
     def _rollback(self, mark: int) -> None:
         undo = self._undo
         assert undo is not None
+        self._sum = None
         while len(undo) > mark:
             entry = undo.pop()
             if entry[0] == "table":
@@ -585,6 +605,15 @@ class State:
 
 
 _MISSING = object()
+
+
+def _fresh(stored: Record, text: str) -> Record:
+    """A copy of a record just stored, for the writer to keep: a flat record (its
+    canonical text has no bracket but the outer one, so every value is a scalar) is
+    copied one level, at C speed; any other is parsed again from its text."""
+    if "[" not in text and text.count("{") == 1:
+        return dict(stored)
+    return parse_canonical(text)
 
 
 def _tidy(table: _Table) -> None:
