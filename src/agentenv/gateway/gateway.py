@@ -282,6 +282,7 @@ class Gateway(ToolLists, ControlPlane):
         value: Any = None
         values: dict[str, Any] = {}
         given: Any = ()  # the names of the arguments the caller gave
+        flat = False  # the arguments passed the fast check whole: the record copies them
         ran = False
         denied = False
         if tool is None:
@@ -301,6 +302,7 @@ class Gateway(ToolLists, ControlPlane):
             checked = fast(args or {}) if fast is not None else None
             if checked is not None and fast.flat:  # type: ignore[union-attr]
                 values, given = checked, args or ()  # flat: nothing can nest too deep
+                flat = isinstance(args, dict)
             elif args and (deep := _too_deep(args)) is not None:
                 problem = _Problem("invalid_arguments", f"invalid arguments for {name!r}: {deep}")
                 args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
@@ -392,6 +394,7 @@ class Gateway(ToolLists, ControlPlane):
             session,
             trigger_id,
             slot,
+            flat,
         )
         result = CallResult(error is None, value, text, error, changelog_id, seq, state_hash)
         if error is None and kind == "call" and not inst.triggers.empty:

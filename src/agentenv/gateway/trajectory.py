@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
+from math import isfinite
 from typing import IO, Any, Literal, overload
 
 from pydantic import TypeAdapter
@@ -63,6 +64,8 @@ HOT_RECORDS = 1024
 HOT_BYTES = 8 * 1024 * 1024
 """... and spills its oldest ones sooner when their values add up to about this much."""
 _RECORD_BYTES = 400
+_ARG_BYTES = 32
+"""About what one flat argument costs in memory (a row keeps those as a dict)."""
 """About what a record costs in memory beyond its values' JSON size."""
 _log = logging.getLogger(__name__)
 _CACHED_CHUNKS = 2
@@ -151,7 +154,7 @@ def record(row: Row) -> TrajectoryRecord:
         principal=principal,
         session=session,
         tool=tool,
-        args=None if args is None else _scan(args, 0)[0],
+        args=None if args is None else dict(args) if type(args) is dict else _scan(args, 0)[0],
         result=None if result is None else _scan(result, 0)[0],
         error=None if error_kind is None else _error(kind=error_kind, message=error_message),
         denied=denied,
@@ -257,27 +260,49 @@ class Trajectory:
         session: str | None = None,
         trigger_id: str | None = None,
         virtual_slot: Any = _UNSET,
+        flat: bool = False,
     ) -> int:
         """Add a call record, the gateway's hot path; its seq. `wall_us` is the wall time in
         microseconds since the epoch; `result_json` the result's JSON text, already proven
         clean (`gateway.results.encode_result`), or None for none; `virtual_slot`, when
         given, `virtual_time` as a row keeps it (`rows.micros`; the clock has it at hand).
+        `flat` says the arguments passed the fast argument check whole (`env.fast_args`:
+        string keys, values exactly str, int, float, bool or None): the row then keeps a
+        one-level copy, history no one can edit, instead of their JSON text (a reader gets
+        a copy of it, equal to what the JSON would give).
         Anything else that needs cleaning takes `append`'s way."""
         role, name = principal.role, principal.name
         try:
-            chunks = _ENCODE(args, 0)
-            text = chunks[0] if len(chunks) == 1 else "".join(chunks)
-            if not (text.isascii() and tool.isascii() and role.isascii()):
-                for value in (text, tool, role):
-                    clean_text(value)
+            text: Any
+            if flat:
+                text = dict(args)
+                size = _RECORD_BYTES + _ARG_BYTES * len(text)
+                for key, value in text.items():
+                    if type(value) is str:
+                        if not value.isascii():
+                            clean_text(value)
+                    elif type(value) is float and not isfinite(value):
+                        raise Dirty
+                    if not key.isascii():
+                        clean_text(key)
+                if not (tool.isascii() and role.isascii()):
+                    clean_text(tool)
+                    clean_text(role)
+            else:
+                chunks = _ENCODE(args, 0)
+                text = chunks[0] if len(chunks) == 1 else "".join(chunks)
+                size = len(text) + _RECORD_BYTES
+                if not (text.isascii() and tool.isascii() and role.isascii()):
+                    for value in (text, tool, role):
+                        clean_text(value)
+                if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
+                    raise Dirty
             if name is not None and not name.isascii():
                 clean_text(name)
             if session is not None and not session.isascii():
                 clean_text(session)
             if error is not None and not error.message.isascii():
                 clean_text(error.message)
-            if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
-                raise Dirty
         except (Dirty, ValueError, TypeError, RecursionError, AttributeError):
             fields = {
                 "kind": kind,
@@ -304,7 +329,8 @@ class Trajectory:
             slot = virtual_time
             if virtual_time is not None and virtual_time.tzinfo is UTC:
                 slot = (virtual_time - EPOCH) // _US  # as `rows.micros`, inline
-        size = len(text) + (len(result_json) if result_json else 0) + _RECORD_BYTES
+        if result_json:
+            size += len(result_json)
         error_kind = error_message = None
         if error is not None:
             error_kind, error_message = error.kind, error.message
