@@ -80,3 +80,36 @@ def test_flat_argument_rows_are_not_tracked_and_readers_get_copies() -> None:
     assert first == {"i": 0, "s": "x"}
     first["i"] = 99
     assert traj[0].args == {"i": 0, "s": "x"}
+
+
+def test_a_spill_moves_the_fewest_oldest_records_that_leave_half_of_each_bound(
+    monkeypatch: Any,
+) -> None:
+    import json
+
+    import agentenv.gateway.trajectory as module
+
+    monkeypatch.setattr(module, "HOT_RECORDS", 16)
+    monkeypatch.setattr(module, "HOT_BYTES", 6000)
+    rng = random.Random(3)
+    traj = Trajectory()
+    moves = 0
+    for i in range(400):
+        args = {"s": "x" * rng.choice([0, 10, 300, 1500])}
+        sizes = [*traj._hot_sizes, len(json.dumps(args, separators=(",", ":"))) + 400 + 12]
+        spilled_before = traj.spilled
+        _add(traj, args, False, "t", "agent")
+        moved = traj.spilled - spilled_before
+        if moved:
+            moves += 1
+            # The reference: the loop this replaced, one record at a time.
+            held, count = sum(sizes), 0
+            while count < len(sizes) and (
+                count == 0 or len(sizes) - count > 16 // 2 or held > 6000 // 2
+            ):
+                held -= sizes[count]
+                count += 1
+            assert moved == count, i
+        assert traj._hot_bytes == sum(traj._hot_sizes)
+    assert moves > 20
+    assert [r.args for r in traj.records()][-1] == args
