@@ -152,6 +152,19 @@ class Changelog:
         operation: Operation = "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
         self._rows.append((row_id, time(), collection, key, operation, before, after))
 
+    def add(
+        self,
+        row_id: int,
+        collection: str,
+        key: str,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        deleted: bool,
+    ) -> None:
+        """`record`, positional: the row of a transaction's one write (its commit path)."""
+        operation: Operation = "DELETE" if deleted else "INSERT" if before is None else "UPDATE"
+        self._rows.append((row_id, time(), collection, key, operation, before, after))
+
     def commit(
         self,
         last_id: int,

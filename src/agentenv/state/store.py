@@ -180,9 +180,28 @@ class _Transaction:
             if kind is not None:
                 state._rollback(self._mark)
             elif self._outer and undo:
-                if state._changelog is not None:
-                    state._changelog.commit(state._changes, undo, state._current)
-                state._compact_touched(undo)
+                entry = undo[0]
+                if len(undo) == 1 and entry[0] == "row":  # one write, the common case
+                    _, collection, key, old, deleted = entry
+                    table = state._tables[collection]
+                    if state._changelog is not None:
+                        state._changelog.add(
+                            state._changes,
+                            collection,
+                            key,
+                            None if old is None else old[1],
+                            None if deleted else table.get(key),
+                            deleted,
+                        )
+                    limit = _table.COMPACT_AT  # read here, so tests may lower it
+                    if len(table.overlay) > limit or (
+                        table.stale > limit and table.stale > table.count
+                    ):
+                        _tidy(state._own(collection))
+                else:
+                    if state._changelog is not None:
+                        state._changelog.commit(state._changes, undo, state._current)
+                    state._compact_touched(undo)
         finally:
             if self._outer:
                 state._undo = None
