@@ -250,6 +250,28 @@ def breakdown() -> None:
                 "call", 0, now, principal, "read_note", args, "{}", None, False, "h", 0, 0, 0.1
             ),
         ),
+        (
+            "  ... as the gateway calls it (flat arguments)",
+            lambda: traj.add_call(
+                "call",
+                0,
+                now,
+                principal,
+                "read_note",
+                args,
+                "{}",
+                None,
+                False,
+                "h",
+                0,
+                0,
+                0.1,
+                None,
+                None,
+                0,
+                True,
+            ),
+        ),
         ("CallResult", lambda: CallResult(True, value, "{}", None, 0, 0, "h")),
         ("datetime.now(UTC) (no longer made per call)", lambda: datetime.now(UTC)),
     ]

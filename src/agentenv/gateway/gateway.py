@@ -30,13 +30,18 @@ issue 12 run by the same script in the same session: read 7.4-8.0 against 21.9-2
 (0.29-0.33x; the floors: a dict op + `json.dumps` 1.4-1.5, the tool called directly
 0.9-1.0); write without a record schema 13.4-17.1 against 32.9-35.3 (0.41-0.48x); write
 with a 3-field schema 14.0-19.9 against 51.3-61.8 (the store's new schema validator is most
-of that gain: +0.6-0.8 µs a write called directly, from +13-16). On this loaded machine the
-absolute targets (5 / 10 / 15 µs) are not met as measured; scaled by the same-run ratios to
-the issue's own figures (11.4 / 18.9 / 45.6 µs) they are about 3.6 / 8.5 / 13.7 µs. Per
-episode, `Gateway(env)` + `create_instance` + `list_tools`: 17.6-19.1 µs against 21.6-31.2.
-What a read costs, step by step, is `--breakdown`'s: the record (`add_call`, about 1.9 µs
-alone), `encode_result` (0.9), the tool itself (1.0: the store's copy of the record), the
-transaction (0.3), the argument check (0.2), and the rest of the pipeline around them.
+of that gain: +0.6-0.8 µs a write called directly, from +13-16). A second pass (the state
+hash kept by every write, changelog rows as tuples, the clock's time kept in microseconds,
+flat arguments recorded as a one-level copy, spills sized without a loop per record) took
+read 7.55 -> 6.59, write 12.94 -> 10.10, the 3-field schema write 12.91 -> 10.65 (medians
+of 5 interleaved runs of `call_figures`, against the tree before it). On this loaded
+machine the absolute targets (5 / 10 / 15 µs) are not all met as measured: read is ~1.6 µs
+over. Per episode, `Gateway(env)` + `create_instance` + `list_tools`: 17.6-19.1 µs against
+21.6-31.2. What a read costs, step by step, is `--breakdown`'s: the tool itself (1.0: the
+store's copy of the record), `encode_result` (0.9), the record (`add_call` as the gateway
+calls it, 1.0, plus the spill to disk amortised, ~0.35), the argument check and access
+rule (~0.45), the transaction (0.3), and the rest of the pipeline around them (the lock
+and coroutines ~0.45, ToolContext, CallResult, timers).
 """
 
 from __future__ import annotations
