@@ -538,7 +538,7 @@ async def test_tool_lists_are_cached_per_role_until_a_rule_changes() -> None:
     gw = Gateway(make_env())
     first = gw.list_tools(AGENT)
     assert gw.list_tools(AGENT) == first and gw.list_tools(AGENT) is not first  # a new list
-    assert all(a is b for a, b in zip(gw.list_tools(AGENT), first, strict=True))  # shared infos
+    assert not any(a is b for a, b in zip(gw.list_tools(AGENT), first, strict=True))  # copies
     assert names(gw, SUPERVISOR) != names(gw, AGENT)  # one list per role
     before = names(gw, AGENT)
     await gw.set_tool_access(SYSTEM, "disable", "agent", ["get_ticket"])
@@ -546,3 +546,16 @@ async def test_tool_lists_are_cached_per_role_until_a_rule_changes() -> None:
     assert [t.name for t in gw.tools_for(AGENT)] == names(gw, AGENT)
     other = gw.create_instance()
     assert names(gw, AGENT, other.id) == before  # rules (and caches) are per instance
+
+
+def test_a_caller_editing_its_tool_list_does_not_change_what_others_are_listed() -> None:
+    # Tool lists are cached per role; a caller (an agent adapting schemas for its model,
+    # say) that edits what it was given must not reach other gateways or later listings.
+    env = make_env()
+    first = Gateway(env).list_tools(AGENT)
+    before = Gateway(env).list_tools(AGENT)[0].model_dump(by_alias=True)
+    first[0].input_schema["properties"] = {"hacked": {}}
+    first[0].description = "changed"
+    for gw in (Gateway(env), Gateway(env)):
+        assert gw.list_tools(AGENT)[0].model_dump(by_alias=True) == before
+    assert env.tools[first[0].name].input_schema.get("properties") != {"hacked": {}}

@@ -80,6 +80,11 @@ class ToolLists:
 
     def list_tools(self, principal: Principal, instance: str = DEFAULT_INSTANCE) -> list[ToolInfo]:
         """`tools/list` for a principal: only what its role may call. The infos are made once
-        per role and shared between calls: read them, or `model_copy` one to change it."""
+        per role; each call gets its own copies (with their own top-level `input_schema`,
+        as before the cache), so a caller that edits one in place (an agent adapting schemas
+        to its model, say) does not change what other episodes and sessions are listed."""
         inst = self.instance(instance)
-        return list(self._listed(inst, self.resolve(principal).role)[1])
+        return [
+            info.model_copy(update={"input_schema": dict(info.input_schema)})
+            for info in self._listed(inst, self.resolve(principal).role)[1]
+        ]
