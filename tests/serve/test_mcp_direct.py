@@ -365,3 +365,27 @@ def test_a_tool_result_is_the_sdk_models_dump_in_every_protocol_version(version:
         assert json.dumps(mine) == json.dumps(dumped), result
         shaped = methods.serialize_server_result("tools/call", version, dict(mine))
         assert shaped == methods.serialize_server_result("tools/call", version, dumped)
+
+
+def test_an_sdk_without_the_internals_of_the_direct_path_still_serves(tmp_path: Any) -> None:
+    # The direct path is built on private parts of the mcp SDK; a release that moved them
+    # must cost speed only: the app still builds and every request takes the SDK's path.
+    import subprocess
+    import sys
+
+    script = """
+import mcp.shared.jsonrpc_dispatcher as dispatcher
+del dispatcher.handler_exception_to_error_data  # as if this SDK release had renamed it
+from agentenv import Environment, Gateway
+from agentenv.serve import create_app, mcp
+assert mcp.DirectToolCall is None
+app = create_app(Gateway(Environment.load("examples/envs/support-desk")))
+endpoints = [getattr(r, "endpoint", None) for r in app.router.routes]
+endpoints = [e for e in endpoints if isinstance(e, mcp.McpHttp)]
+assert endpoints and all(e.direct is None for e in endpoints), endpoints
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

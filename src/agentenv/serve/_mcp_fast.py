@@ -110,7 +110,14 @@ class DirectToolCall:
 
     def __init__(self, server: Server[Any], manager: StreamableHTTPSessionManager) -> None:
         # Only the configuration this path reproduces: stateless, JSON answers.
-        self.enabled = manager.stateless and manager.json_response
+        # It reads two private attributes of the session manager: an SDK release without
+        # them gets the SDK's own path for every request (slower, the same answers).
+        self.enabled = (
+            manager.stateless
+            and manager.json_response
+            and hasattr(manager, "_task_group")
+            and hasattr(manager, "_lifespan_state")
+        )
         self.server = server
         self.manager = manager
         # One born-ready connection and request kernel per protocol version, where the SDK

@@ -47,7 +47,6 @@ from agentenv.gateway.auth import Authenticator, AuthError
 from agentenv.gateway.errors import DEFAULT_INSTANCE, UnknownInstance
 from agentenv.gateway.results import CallResult
 from agentenv.serve._http import ROLE_HEADER, SESSION_HEADER
-from agentenv.serve._mcp_fast import DirectToolCall
 from agentenv.serve._mcp_wire import (
     BODY_DEPTH,
     INVALID_REQUEST,
@@ -59,6 +58,11 @@ from agentenv.serve._mcp_wire import (
     sniff_request_id,
 )
 from agentenv.spec.limits import depth_message, raw_too_deep
+
+try:  # built on SDK internals (see _mcp_fast); an SDK that moved them gets the SDK's path
+    from agentenv.serve._mcp_fast import DirectToolCall
+except ImportError:  # pragma: no cover - depends on the installed mcp release
+    DirectToolCall = None  # type: ignore[assignment,misc]
 
 META_ROLE = "agentenv.io/role"
 META_SESSION = "agentenv.io/session"
@@ -222,7 +226,9 @@ class McpHttp:
         # ours (a forged browser request never learns whether its role would do) and answer
         # in the JSON-RPC shape clients show.
         self.security = TransportSecurityMiddleware(security)
-        self.direct = DirectToolCall(adapter.server, self.manager)
+        self.direct = (
+            DirectToolCall(adapter.server, self.manager) if DirectToolCall is not None else None
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
@@ -272,7 +278,7 @@ class McpHttp:
                 )(scope, receive, send)
                 return
             scope[_PRINCIPAL_KEY] = principal
-            if await self.direct.answer(request, body, send):
+            if self.direct is not None and await self.direct.answer(request, body, send):
                 return
             receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
