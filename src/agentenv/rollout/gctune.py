@@ -5,7 +5,11 @@ large, long-lived heap (the loaded environments and their seeded snapshots, the 
 modules) and, at high concurrency, every in-flight episode's objects. CPython's default
 thresholds (700, 10, 10) run a young collection every 700 net allocations and a full one
 every 100 young ones, and each full pass walks the whole heap: at concurrency 1,024 that
-was 57% of a rollout's time (issue 12). So while a runner runs:
+was 57% of a rollout's time when trajectories were held as objects (issue 12). Since
+trajectory rows are untracked tuples the GC is 6-13% with or without this module, and
+the measured effect of the tuning is neutral (docs/rollouts.md); it stays as the guard
+for heaps this machine did not measure (big seeds, tools that keep objects). So while a
+runner runs:
 
 - `gc.freeze()` after the environments and seeds are loaded moves everything alive then
   (environments, seeds, plan, modules) to the permanent generation, which no collection
@@ -14,9 +18,11 @@ was 57% of a rollout's time (issue 12). So while a runner runs:
   allocations, full ones rarer still. Cycles are still collected (an episode's garbage is
   mostly acyclic and freed by reference counting anyway), only less often.
 
-Both are undone when the last runner in the process finishes: the thresholds come back,
-and what was frozen is unfrozen unless something else (a server that froze its own heap)
-had frozen objects before the first runner started. docs/rollouts.md has the figures.
+Both are undone when the last runner in the process finishes: the thresholds come back
+and what the runner froze is unfrozen. Where something else had already frozen objects
+(a server that froze its own heap, `serve.make_server`), the runner freezes nothing:
+`gc.unfreeze()` can only unfreeze everything, so freezing there would keep whatever the
+runner froze out of every collection for the rest of the process.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import threading
 from collections.abc import Iterator
 
 THRESHOLD = (50_000, 50, 100)
-"""`gc.set_threshold` while a runner runs (measured: bench_rollout.py, docs/rollouts.md)."""
+"""`gc.set_threshold` while a runner runs (bench_rollout.py measures it against CPython's
+defaults: neutral on the support-desk rollout, docs/rollouts.md)."""
 
 _lock = threading.Lock()
 _depth = 0
@@ -45,10 +52,12 @@ def tuned_gc(enabled: bool = True, threshold: tuple[int, int, int] = THRESHOLD) 
         return
     with _lock:
         if _depth == 0:
-            _saved = (gc.get_threshold(), gc.get_freeze_count() == 0)
-            # No gc.collect() first: on a big heap it costs more than a short run saves
-            # (measured); garbage frozen now is unfrozen, and collectable, after the run.
-            gc.freeze()
+            ours = gc.get_freeze_count() == 0  # else: someone else's freeze (see above)
+            _saved = (gc.get_threshold(), ours)
+            if ours:
+                # No gc.collect() first: on a big heap it costs more than a short run saves
+                # (measured); garbage frozen now is unfrozen, and collectable, after the run.
+                gc.freeze()
             gc.set_threshold(*threshold)
         _depth += 1
     try:
