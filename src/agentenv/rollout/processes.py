@@ -238,7 +238,8 @@ class ProcessRunner(BaseRunner):
             self._t0 = time.perf_counter()
             try:
                 self._first, self._readied = min(self.workers, count), 0
-                slots = [self._spawn() for _ in range(self._first)]
+                for _ in range(self._first):  # one by one: a failed spawn still shuts the rest
+                    slots.append(self._spawn())
                 self._drive(slots, todo)
             finally:
                 self._shut(slots)

@@ -11,7 +11,9 @@ path runs instead, so every error stand-in and message is the slow path's own.
 
 The tool lists a record keeps (`tools`) are computed per episode, since a task may change
 a role's tool access while it runs, but each tool's JSON form is made once per process
-(`ToolDumps`): a Tool is immutable, and its description and schema are most of the bytes.
+(`ToolDumps`): nothing in agentenv changes a loaded environment's Tool (`with_options`
+makes a new one), and its description and schema are most of the bytes. A ToolDumps lives
+as long as the runner that made it, and keeps the tools it has dumped alive.
 """
 
 from __future__ import annotations
