@@ -2,7 +2,7 @@
 
 A raw handshake is written on a socket here, so each test sets Host and Origin to what a
 hostile page or a rebinding attack would send. The cross-site checks are RequestGuard's,
-written again for `websocket` scopes (`serve/_ws_guard.py`): one test sends the same
+applied to `websocket` scopes (`serve/_ws_guard.py`): one test sends the same
 headers to an HTTP route and to `/ws` and checks both get the same verdict.
 """
 

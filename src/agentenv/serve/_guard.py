@@ -82,20 +82,52 @@ def _reached(scope: Scope) -> bytes | None:
     return (f"[{name}]" if ":" in name else name).encode("latin-1", "replace")
 
 
-def _local_name(name: bytes | None, scope: Scope) -> bool:
+def local_name(name: bytes | None, scope: Scope) -> bool:
+    """Whether a host name (from `authority_name`) is a loopback name or the address the
+    connection reached."""
     return name is not None and (name in LOOPBACK_NAMES or name == _reached(scope))
 
 
-def _local_origin(origin: bytes, scope: Scope) -> bool:
+def local_origin(origin: bytes, scope: Scope) -> bool:
+    """Whether an `Origin` value names a page on this machine (loopback or the address
+    the connection reached); `null` and non-HTTP origins do not."""
     scheme, sep, authority = origin.strip().lower().partition(b"://")
     if not sep or scheme not in (b"http", b"https"):
         return False  # `null` (sandboxed frames, file: pages) and anything odd
-    return _local_name(authority_name(authority), scope)
+    return local_name(authority_name(authority), scope)
 
 
 def _shown(value: bytes) -> str:
     text = value.decode("latin-1")
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+Refusal = tuple[int, str, str, str]
+"""A refusal's HTTP status, error kind, message and hint."""
+
+
+def host_refusal(host: bytes) -> Refusal:
+    """Why a request naming this `Host` is refused (a DNS-rebinding page's Host)."""
+    return (
+        421,
+        "misdirected_host",
+        f"Host {_shown(host)!r} is not this server: on loopback it answers only "
+        "to localhost, 127.0.0.1 or [::1] (protection against DNS rebinding)",
+        "call it as http://127.0.0.1:PORT; a reverse proxy in front of it must send "
+        "one of those names as Host",
+    )
+
+
+def origin_refusal(origin: bytes) -> Refusal:
+    """Why a request from this web page `Origin` is refused in trusted local mode."""
+    return (
+        403,
+        "foreign_origin",
+        f"requests from the web page origin {_shown(origin)!r} are refused: in "
+        "trusted local mode only pages on localhost may call this server",
+        "to serve clients elsewhere, run with --token ROLE=SECRET and send "
+        "Authorization: Bearer <secret>",
+    )
 
 
 class RequestGuard:
@@ -139,7 +171,7 @@ class RequestGuard:
                     elif host is None or host != _reached(scope):
                         bad_host = bad_host or value
             elif name == b"origin":
-                if self.trusted and not _local_origin(value, scope):
+                if self.trusted and not local_origin(value, scope):
                     bad_origin = bad_origin or value
             elif (
                 name == b"content-type"
@@ -149,25 +181,9 @@ class RequestGuard:
             ):
                 bad_type = bad_type or value
         if bad_host is not None:
-            return _refuse(
-                scope,
-                421,
-                "misdirected_host",
-                f"Host {_shown(bad_host)!r} is not this server: on loopback it answers only "
-                "to localhost, 127.0.0.1 or [::1] (protection against DNS rebinding)",
-                "call it as http://127.0.0.1:PORT; a reverse proxy in front of it must send "
-                "one of those names as Host",
-            )
+            return _refuse(scope, *host_refusal(bad_host))
         if bad_origin is not None:
-            return _refuse(
-                scope,
-                403,
-                "foreign_origin",
-                f"requests from the web page origin {_shown(bad_origin)!r} are refused: in "
-                "trusted local mode only pages on localhost may call this server",
-                "to serve clients elsewhere, run with --token ROLE=SECRET and send "
-                "Authorization: Bearer <secret>",
-            )
+            return _refuse(scope, *origin_refusal(bad_origin))
         if bad_type is not None:
             return _refuse(
                 scope,
