@@ -38,81 +38,22 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from _cpu import process_cpu_seconds
 from _loadgen import Connection, LoadResult, load
-from fastapi import FastAPI, Request
-from starlette.responses import Response
+from _notes_env import bare_app, build_env
 
-from agentenv import Environment, Gateway, Principal, ToolContext, tool
-from agentenv.env.tool import Tool
-from agentenv.spec import StepRequest, parse_environment_spec
+from agentenv import Gateway, Principal
 
 HOST = "127.0.0.1"
-RECORDS = 100
 CALL_BODY = json.dumps(
     {"action": "call_tool", "tool_name": "read_note", "arguments": {"note_id": "n7"}}
 ).encode()
 HEADERS = {"content-type": "application/json"}
 
 
-@tool(kind="read")
-def read_note(ctx: ToolContext, note_id: str) -> dict[str, Any]:
-    """Read one note.
-
-    Args:
-        note_id: The note's id.
-    """
-    return ctx.state.require("notes", note_id)
-
-
-def build_env(records: int = RECORDS) -> Environment:
-    spec = parse_environment_spec(
-        {
-            "apiVersion": "agentenv/v1",
-            "kind": "Environment",
-            "name": "bench",
-            "roles": [{"name": "agent"}],
-            "state": {"notes": {"key": "id"}},
-            "seed": {
-                "notes": [
-                    {"id": f"n{i}", "text": f"note {i}", "tags": ["a", "b"]} for i in range(records)
-                ]
-            },
-        }
-    )
-    return replace(Environment.from_spec(spec), tools={"read_note": Tool.from_function(read_note)})
-
-
 # -- the servers ------------------------------------------------------------------------
-
-
-def bare_app() -> Any:
-    """The floor: the same work as /step with nothing of ours around it."""
-    app = FastAPI()
-    state = build_env().new_state()
-    ctx = ToolContext(state, datetime.now(UTC), Principal("agent"))
-
-    @app.post("/step")
-    async def step(request: Request) -> Response:
-        body = StepRequest.model_validate(json.loads(await request.body()))
-        value = read_note(ctx, **body.arguments)
-        text = json.dumps(value)
-        return Response(
-            json.dumps(
-                {
-                    "content": [{"type": "text", "text": text}],
-                    "isError": False,
-                    "structuredContent": value,
-                }
-            ),
-            media_type="application/json",
-        )
-
-    return app
 
 
 def prerecord(gateway: Gateway, calls: int) -> float:
