@@ -19,8 +19,8 @@ Design notes (the figures are in docs/state.md, from benchmarks/bench_state.py)
 * Records are stored as private JSON copies, parsed back from their canonical text (the
   text is made anyway, for the digest), and handed out as copies, so no caller can
   change the state behind its back.
-* A schema is validated "fast accept, slow reject": `CollectionInfo.create` compiles the
-  simple keywords into one Python check (`_fastcheck.py`, exact for what it compiles);
+* A schema is validated "fast accept, slow reject" (`collection.py`): `CollectionInfo.create`
+  compiles the simple keywords into one Python check (`_fastcheck.py`, exact for it);
   a record it refuses, or any record of a schema it cannot compile, goes to jsonschema,
   whose verdict and message are the ones reported.
 * A state may keep a changelog (`keep_changelog`, see `changelog.py`): a row per write
@@ -32,24 +32,19 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
-
-from jsonschema import Draft202012Validator
 
 from agentenv.state import _table
 from agentenv.state._bulk import load_rows
 from agentenv.state._canonical import (
-    canonical_json,
     copy_json,
     digest,
-    parse_canonical,
     record_digest,
 )
-from agentenv.state._fastcheck import Check, compile_check
 from agentenv.state._table import _ABSENT, _Table
 from agentenv.state.changelog import DEFAULT_CAP, Changelog
+from agentenv.state.collection import CollectionInfo, Record, fresh, prepare
 from agentenv.state.errors import (
     RecordExists,
     RecordInvalid,
@@ -57,35 +52,7 @@ from agentenv.state.errors import (
     UnknownCollection,
 )
 
-Record = dict[str, Any]
-
 _MASK = (1 << 256) - 1
-
-
-@dataclass(frozen=True)
-class CollectionInfo:
-    """What a collection is: the field that keys its records and an optional JSON schema."""
-
-    key: str = "id"
-    schema: Mapping[str, Any] | None = None
-    validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
-    check: Check | None = field(default=None, compare=False, repr=False)
-    """The schema compiled to a fast exact check (None: jsonschema alone decides)."""
-
-    @classmethod
-    def create(cls, key: str = "id", schema: Mapping[str, Any] | None = None) -> CollectionInfo:
-        """Build the info, compiling the schema's validator (and its fast check) once."""
-        if not schema:
-            return cls(key=key, schema=schema)
-        validator = Draft202012Validator(dict(schema))
-        return cls(key=key, schema=schema, validator=validator, check=compile_check(schema))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The validator and the compiled check do not pickle; they are rebuilt from the
-        # schema (a state or snapshot sent to another process keeps validating).
-        if self.validator is None:
-            return (CollectionInfo, (self.key, self.schema))
-        return (CollectionInfo.create, (self.key, self.schema))
 
 
 class Snapshot:
@@ -363,18 +330,18 @@ class State:
     def put(self, collection: str, record: Mapping[str, Any]) -> Record:
         """Insert or replace a record (keyed by its key field); returns the stored copy."""
         table = self._table(collection)
-        key, stored, text = _prepare(collection, table.info, record)
+        key, stored, text = prepare(collection, table.info, record)
         self._write(collection, key, stored, text)
-        return _fresh(stored, text)
+        return fresh(stored, text)
 
     def insert(self, collection: str, record: Mapping[str, Any]) -> Record:
         """Add a new record; RecordExists if its key is taken."""
         table = self._table(collection)
-        key, stored, text = _prepare(collection, table.info, record)
+        key, stored, text = prepare(collection, table.info, record)
         if table.entry(key) is not None:
             raise RecordExists(collection, key)
         self._write(collection, key, stored, text)
-        return _fresh(stored, text)
+        return fresh(stored, text)
 
     def update(self, collection: str, key: Any, changes: Mapping[str, Any]) -> Record:
         """Merge `changes` into an existing record; returns the new record."""
@@ -389,9 +356,9 @@ class State:
         # parsed back from the text, so the stored record (shared) is never touched.
         current = dict(entry[1])
         current.update(changes)
-        _, stored, text = _prepare(collection, info, current)
+        _, stored, text = prepare(collection, info, current)
         self._write(collection, str(key), stored, text)
-        return _fresh(stored, text)
+        return fresh(stored, text)
 
     def delete(self, collection: str, key: Any) -> Record:
         """Remove a record and return it; RecordNotFound if there is none."""
@@ -503,7 +470,7 @@ class State:
                 for row in rows:
                     state.insert(name, row)
                 continue
-            base, total = load_rows(name, table.info, rows, _prepare)
+            base, total = load_rows(name, table.info, rows, prepare)
             table.load(base, total)
             state._sum = None
             state._changes += len(base)
@@ -626,43 +593,9 @@ class State:
 _MISSING = object()
 
 
-def _fresh(stored: Record, text: str) -> Record:
-    """A copy of a record just stored, for the writer to keep: a flat record (its
-    canonical text has no bracket but the outer one, so every value is a scalar) is
-    copied one level, at C speed; any other is parsed again from its text."""
-    if "[" not in text and text.count("{") == 1:
-        return dict(stored)
-    return parse_canonical(text)
-
-
 def _tidy(table: _Table) -> None:
     """Outside transactions: compact a table mostly dead, else merge an overlay grown big."""
     if table.wants_compaction():
         table.compact()
     else:
         table.maybe_merge()
-
-
-def _prepare(
-    collection: str, info: CollectionInfo, record: Mapping[str, Any]
-) -> tuple[str, Record, str]:
-    """The record's key, its private stored copy and its canonical text, or RecordInvalid."""
-    if type(record) is not dict and not isinstance(record, Mapping):
-        raise RecordInvalid(collection, None, f"expected an object, got {type(record).__name__}")
-    if info.key not in record or record[info.key] is None:
-        raise RecordInvalid(collection, None, f"missing key field {info.key!r}")
-    key = str(record[info.key])
-    try:
-        text = canonical_json(record)
-    except (TypeError, ValueError) as exc:
-        raise RecordInvalid(collection, key, f"not JSON-serialisable: {exc}") from None
-    stored = parse_canonical(text)
-    validator = info.validator
-    if validator is not None and (info.check is None or not info.check(stored)):
-        error = next(iter(validator.iter_errors(stored)), None)
-        if error is not None:
-            where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.path)
-            raise RecordInvalid(
-                collection, key, f"{where.lstrip('.') or 'record'}: {error.message}"
-            )
-    return key, stored, text
