@@ -300,3 +300,19 @@ def test_bad_files_and_specs_are_clear_errors(tmp_path: Path) -> None:
     odd.write_text('{"kind": "call", "tool": "list_notes", "args": {}}\n')
     agent = make_agent(f"replay:{odd}")
     assert isinstance(agent, ReplayAgent) and len(agent.calls) == 1
+
+
+async def test_a_call_whose_text_holds_a_unicode_line_separator_replays(
+    notes_env: Environment, tmp_path: Path
+) -> None:
+    # JSON keeps U+2028 raw in a string; the trajectory's JSONL must still be one call a line.
+    recorded = Gateway(notes_env)
+    client = ToolClient(AGENT, [Binding("notes", recorded)])
+    await client.call("add_note", {"id": "n2", "text": "line one\u2028line two"})
+    path = tmp_path / "trajectory.jsonl"
+    path.write_text(recorded.instance().trajectory.to_jsonl())
+
+    replay = Gateway(notes_env)
+    agent = make_agent(f"replay:{path}")
+    assert await agent.run_turn(make_turn(replay)) == "Replayed 1 calls."
+    assert replay.instance().state.hash() == recorded.instance().state.hash()

@@ -154,6 +154,12 @@ def test_read_document_by_extension(tmp_path: Path) -> None:
     assert read_document(tmp_path / "c.txt") == [1, 2]
 
 
+def test_a_jsonl_line_may_hold_unicode_line_separators(tmp_path: Path) -> None:
+    # JSON keeps U+2028 and U+2029 raw in strings; only "\n" ends a JSONL line.
+    (tmp_path / "a.jsonl").write_text('{"id": "a\u2028b"}\n{"id": "c\u2029d"}\n')
+    assert read_document(tmp_path / "a.jsonl") == [{"id": "a\u2028b"}, {"id": "c\u2029d"}]
+
+
 @pytest.mark.parametrize(
     ("text", "kind"), [("- a\n- b\n", "list"), ("", "NoneType"), ("hi", "str")]
 )

@@ -73,7 +73,8 @@ def read_calls(path: Path) -> list[RecordedCall]:
         raise AgentError(f"cannot read trajectory {str(path)!r}: {exc.strerror or exc}") from None
     calls = []
     outcomes = _outcomes(text)
-    for number, line in enumerate(text.splitlines(), start=1):
+    # "\n" only: str.splitlines also splits at U+2028 and kin, kept raw in JSON strings
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -114,7 +115,7 @@ def read_calls(path: Path) -> list[RecordedCall]:
 def _outcomes(text: str) -> dict[str, dict[str, Any]]:
     """The outcome events of a file of upstream events, by the id of their `tool_call`."""
     found: dict[str, dict[str, Any]] = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if '"tool_call_event_id"' not in line:
             continue
         try:

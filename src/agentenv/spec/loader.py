@@ -39,7 +39,8 @@ def read_document(path: Path) -> Any:
         if path.suffix == ".json":
             return json.loads(text)
         if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            # "\n" only: str.splitlines also splits at U+2028 and kin, kept raw in JSON strings
+            return [json.loads(line) for line in text.split("\n") if line.strip()]
         return yaml.safe_load(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
