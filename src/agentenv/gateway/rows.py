@@ -17,7 +17,10 @@ list, a number key a string, exactly what the REST readers always saw.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from json.decoder import JSONDecoder
+from json.encoder import encode_basestring as _quote
 from typing import Any
 
 from agentenv.gateway.sanitize import ENCODE, TEXT_FIELDS, Sanitized, clean_fields
@@ -160,3 +163,82 @@ def notes_of(row: Row) -> list[Sanitized] | None:
     if notes is None:
         return None
     return [{"path": path, "what": what} for path, what in notes]
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else _quote(value)
+
+
+def _time_text(value: Any) -> str | None:
+    # pydantic's form of a UTC datetime: ISO 8601 with `Z`, microseconds only if any.
+    if value is None:
+        return "null"
+    if type(value) is not int:
+        return None  # a time in another zone: the record's own dump says it
+    when = EPOCH + timedelta(0, 0, value)
+    return (
+        '"' + when.isoformat(timespec="microseconds" if when.microsecond else "seconds")[:-6] + 'Z"'
+    )
+
+
+_SCAN = JSONDecoder().scan_once
+_EXPONENT = re.compile(r"[0-9][eE]").search
+
+
+def _value_text(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if type(value) is str:
+        # The gateway keeps a result as the text it sent, with `json`'s default
+        # separators; pydantic writes compact JSON: parse it (C scanner) and re-encode.
+        value = _SCAN(value, 0)[0]
+    try:  # (a flat argument dict the gateway kept as it was is encoded directly)
+        chunks = ENCODE(value, 0)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    text = "".join(chunks)
+    # Python writes 5e-07 where pydantic writes 0.0000005: a number with an exponent (or
+    # what looks like one inside a string: rare, and only slower) takes the record's way.
+    return None if _EXPONENT(text) else text
+
+
+def row_line(row: Row) -> bytes | None:
+    """The row's record as the JSON line `record_line` writes (pydantic's dump of the
+    `TrajectoryRecord`), byte for byte, made without building the record: what rollouts
+    read back for every episode. None where the row holds something this does not write
+    exactly as pydantic would (sanitize notes, a time in another zone, a duration whose
+    repr has an exponent): the caller then builds the record."""
+    duration = row[DURATION]
+    if row[SANITIZED] is not None or type(duration) is not float or not _PLAIN_FLOAT(duration):
+        return None
+    wall, virtual = _time_text(row[WALL]), _time_text(row[VIRTUAL])
+    args, result = _value_text(row[ARGS]), _value_text(row[RESULT])
+    if wall is None or virtual is None or args is None or result is None:
+        return None
+    error_kind = row[ERROR_KIND]
+    error = (
+        "null"
+        if error_kind is None
+        else '{"kind":' + _quote(error_kind) + ',"message":' + _text(row[ERROR_MESSAGE]) + "}"
+    )
+    before = row[BEFORE]
+    text = (
+        f'{{"seq":{row[SEQ]},"kind":{_quote(row[KIND])},"wall_time":{wall},'
+        f'"state_hash":{_quote(row[STATE_HASH])},"changelog_id":{row[CHANGELOG_ID]},'
+        f'"changelog_id_before":{"null" if before is None else before},'
+        f'"virtual_time":{virtual},"role":{_text(row[ROLE])},'
+        f'"principal":{_text(row[PRINCIPAL])},"session":{_text(row[SESSION])},'
+        f'"tool":{_text(row[TOOL])},"args":{args},"result":{result},"error":{error},'
+        f'"denied":{"true" if row[DENIED] else "false"},"duration_ms":{duration!r},'
+        f'"trigger_id":{_text(row[TRIGGER_ID])},"event":{_text(row[EVENT])},'
+        f'"detail":{_text(row[DETAIL])},"sanitized":null}}\n'
+    )
+    return text.encode()
+
+
+def _plain_float(value: float) -> bool:
+    # pydantic writes 1e-05 as 0.00001: only a repr without an exponent is its form too.
+    return value == value and "e" not in repr(value) and "inf" not in repr(value)
+
+
+_PLAIN_FLOAT = _plain_float

@@ -51,6 +51,7 @@ from agentenv.gateway.rows import (
     clean_text,
     notes_of,
     portable,
+    row_line,
     row_of,
     time_of,
 )
@@ -503,18 +504,21 @@ class Trajectory:
     def records(self, start: int = 0, stop: int | None = None) -> Iterator[TrajectoryRecord]:
         """The records `start` to `stop` (the end as it is when iteration begins), in order,
         read back a chunk at a time where they were spilled."""
+        return map(record, self._rows(start, stop))
+
+    def _rows(self, start: int = 0, stop: int | None = None) -> Iterator[Row]:
         stop = len(self) if stop is None else min(stop, len(self))
         seq = max(start, 0)
         while seq < stop:
             hot_start, hot, _ = self._view()
             if seq >= hot_start:
-                yield from map(record, hot[seq - hot_start : stop - hot_start])
+                yield from hot[seq - hot_start : stop - hot_start]
                 return
             assert self._spill is not None
             index = self._spill.chunk_of(seq)
             first = self._spill.first_seq[index]
             rows, _ = self._chunk(index, keep=False)
-            yield from map(record, rows[seq - first : stop - first])
+            yield from rows[seq - first : stop - first]
             seq = first + len(rows)
 
     def since(self, seq: int = 0) -> list[TrajectoryRecord]:
@@ -529,8 +533,9 @@ class Trajectory:
         """Write records `start` to `stop` as JSON lines to `out`; the bytes written."""
         written = 0
         batch: list[bytes] = []
-        for record in self.records(start, stop):
-            batch.append(record_line(record))
+        for row in self._rows(start, stop):
+            # Straight from the row where that is byte-exact (nearly always), else the record.
+            batch.append(row_line(row) or record_line(record(row)))
             if len(batch) >= 256:
                 written += out.write(b"".join(batch))
                 batch.clear()
@@ -551,4 +556,5 @@ class Trajectory:
     @staticmethod
     def read_jsonl(text: str) -> list[TrajectoryRecord]:
         """Parse JSONL written by `to_jsonl`."""
-        return [RECORD_ADAPTER.validate_json(x) for x in text.splitlines() if x.strip()]
+        # "\n" only: str.splitlines also splits at U+2028 and kin, which JSON text keeps raw.
+        return [RECORD_ADAPTER.validate_json(x) for x in text.split("\n") if x.strip()]
