@@ -61,6 +61,7 @@ from agentenv.env.environment import Environment
 from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
 from agentenv.gateway import blocking
 from agentenv.gateway.access import DEFAULT_ROLE
+from agentenv.gateway.arguments import argument_errors, too_deep
 from agentenv.gateway.clock import GET_TIME
 from agentenv.gateway.control import ControlPlane
 from agentenv.gateway.errors import (
@@ -77,7 +78,6 @@ from agentenv.gateway.listing import ToolLists
 from agentenv.gateway.raised import contained, crash, current_task, stopping
 from agentenv.gateway.results import CallResult, InvalidResult, encode_result, safe_text
 from agentenv.spec.environment import GatewayMode
-from agentenv.spec.limits import depth_message, value_depth_path
 from agentenv.spec.triggers import CheckStep
 from agentenv.spec.wire import CallError
 from agentenv.state import Snapshot, State, StateError
@@ -308,7 +308,7 @@ class Gateway(ToolLists, ControlPlane):
             if checked is not None and fast.flat:  # type: ignore[union-attr]
                 values, given = checked, args or ()  # flat: nothing can nest too deep
                 flat = isinstance(args, dict)
-            elif args and (deep := _too_deep(args)) is not None:
+            elif args and (deep := too_deep(args)) is not None:
                 problem = _Problem("invalid_arguments", f"invalid arguments for {name!r}: {deep}")
                 args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
             elif checked is not None:
@@ -319,7 +319,7 @@ class Gateway(ToolLists, ControlPlane):
                     values = dict(model.__dict__)
                     given = model.model_fields_set
                 except ValidationError as exc:
-                    problem = _Problem("invalid_arguments", _argument_errors(name, exc))
+                    problem = _Problem("invalid_arguments", argument_errors(name, exc))
         text = ""
         given_values: dict[str, Any] | None = None
         if problem is None:
@@ -493,33 +493,3 @@ class Gateway(ToolLists, ControlPlane):
         """Fire time triggers as they come due, until cancelled: what a server runs in the
         background for wall-clock instances. `period` bounds how late a firing may be."""
         await self._firer.run_ticker(self._instances, period)
-
-
-_CONTAINERS = (dict, list)
-
-
-def _too_deep(args: dict[str, Any]) -> str | None:
-    """Why `args` nest past the limit (what and where), or None; flat arguments, the common
-    case, cost one pass over their values."""
-    for value in args.values():
-        if type(value) in _CONTAINERS:
-            path = value_depth_path(args)
-            if path is None:
-                return None
-            parts = list(map(str, path))
-            where = ".".join(parts)
-            if len(parts) > 12:  # a path 64 levels deep says no more than its ends do
-                where = f"{'.'.join(parts[:6])}...{'.'.join(parts[-3:])}"
-            return f"{where}: {depth_message()}"
-    return None
-
-
-def _argument_errors(tool: str, exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
-        msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
-        if err["type"] == "missing":
-            msg = "missing required argument"
-        parts.append(f"{loc}: {msg}")
-    return f"invalid arguments for {tool!r}: " + "; ".join(parts)

@@ -103,7 +103,7 @@ def _encode(value: Any) -> str:
         except (TypeError, ValueError, RecursionError) as exc:
             raise _Unsendable(exc) from None
         # Fewer brackets than the limit cannot nest past it: counted in C, no walk.
-        if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
+        if raw_too_deep(text):
             raise _Unsendable(None)
     if not text.isascii():
         try:

@@ -24,7 +24,7 @@ from json.encoder import encode_basestring as _quote
 from typing import Any
 
 from agentenv.gateway.sanitize import ENCODE, TEXT_FIELDS, Sanitized, clean_fields
-from agentenv.spec.limits import MAX_JSON_DEPTH, raw_too_deep
+from agentenv.spec.limits import raw_too_deep
 from agentenv.spec.wire import CallError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -76,7 +76,7 @@ def json_text(value: Any) -> str | None:
             text.encode("utf-8")
         except UnicodeEncodeError:
             raise Dirty from None
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
+    if raw_too_deep(text):
         raise Dirty
     return text
 

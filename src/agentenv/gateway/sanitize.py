@@ -122,9 +122,7 @@ def quick_size(fields: dict[str, Any], *, result_clean: bool = False) -> int | N
         except UnicodeEncodeError:
             return None
     # The probe wraps the values in one more level (the tuple).
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH + 1 and raw_too_deep(
-        text, MAX_JSON_DEPTH + 1
-    ):
+    if raw_too_deep(text, MAX_JSON_DEPTH + 1):
         return None
     return len(text)
 

@@ -58,7 +58,7 @@ from agentenv.gateway.rows import (
 from agentenv.gateway.sanitize import ENCODE as _ENCODE
 from agentenv.gateway.sanitize import Sanitized, clean_fields
 from agentenv.gateway.spill import SpillFile
-from agentenv.spec.limits import MAX_JSON_DEPTH, raw_too_deep
+from agentenv.spec.limits import raw_too_deep
 from agentenv.spec.wire import CallError
 
 HOT_RECORDS = 1024
@@ -297,7 +297,7 @@ class Trajectory:
                 if not (text.isascii() and tool.isascii() and role.isascii()):
                     for value in (text, tool, role):
                         clean_text(value)
-                if text.count("[") + text.count("{") > MAX_JSON_DEPTH and raw_too_deep(text):
+                if raw_too_deep(text):
                     raise Dirty
             if name is not None and not name.isascii():
                 clean_text(name)

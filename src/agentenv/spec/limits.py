@@ -40,9 +40,15 @@ def raw_too_deep(raw: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
     it, and counting them is done in C. Otherwise strings are skipped (a bracket inside one
     is not structure) and the bracket skeleton is measured, unterminated nesting included.
     """
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if data.count(b"[") + data.count(b"{") <= limit:
-        return False
+    if isinstance(raw, str):
+        # Counted before encoding: callers check every result and record text this way.
+        if raw.count("[") + raw.count("{") <= limit:
+            return False
+        data = raw.encode("utf-8", "surrogatepass")
+    else:
+        if raw.count(b"[") + raw.count(b"{") <= limit:
+            return False
+        data = raw
     skeleton = _without_strings(data).translate(_BRACKETS, _NOT_BRACKETS)
     depth = 0
     # Peel innermost pairs: each pass removes one level, all in C.
