@@ -31,8 +31,9 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from agentenv.gateway.record import TrajectoryRecord, events_of
 from agentenv.gateway.sanitize import Sanitized
-from agentenv.gateway.trajectory import Trajectory, TrajectoryRecord, events_of
+from agentenv.gateway.trajectory import Trajectory
 
 SYSTEM_ROLE = "system"
 _DIGEST_CHARS = 16

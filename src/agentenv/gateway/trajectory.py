@@ -31,16 +31,18 @@ import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
-from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from itertools import accumulate
 from math import isfinite
-from typing import IO, Any, Literal, overload
-
-from pydantic import TypeAdapter
+from typing import IO, Any, overload
 
 from agentenv.env.tool import Principal
+from agentenv.gateway.record import (
+    RECORD_ADAPTER,
+    TrajectoryRecord,
+    record,
+    record_line,
+)
 from agentenv.gateway.rows import (
     _US,
     EPOCH,
@@ -49,14 +51,12 @@ from agentenv.gateway.rows import (
     Dirty,
     Row,
     clean_text,
-    notes_of,
     portable,
     row_line,
     row_of,
     time_of,
 )
 from agentenv.gateway.sanitize import ENCODE as _ENCODE
-from agentenv.gateway.sanitize import Sanitized, clean_fields
 from agentenv.gateway.spill import SpillFile
 from agentenv.spec.limits import raw_too_deep
 from agentenv.spec.wire import CallError
@@ -66,106 +66,16 @@ HOT_RECORDS = 1024
 HOT_BYTES = 8 * 1024 * 1024
 """... and spills its oldest ones sooner when their values add up to about this much."""
 _RECORD_BYTES = 400
+"""About what a record costs in memory beyond its values' JSON size."""
 _ARG_BYTES = 32
 """About what one flat argument costs in memory (a row keeps those as a dict)."""
-"""About what a record costs in memory beyond its values' JSON size."""
 _log = logging.getLogger(__name__)
 _CACHED_CHUNKS = 2
 """Spilled chunks kept decoded, for readers that index back and forth (`GET /changes`)."""
 
 
-@dataclass(slots=True, kw_only=True)
-class TrajectoryRecord:
-    """One record: a call (or denial), a trigger firing or action, a control step, a message.
-
-    A plain dataclass because one is made per call on the hot path; pydantic validates
-    and serialises it through `RECORD_ADAPTER` (its JSON schema is the wire contract).
-    """
-
-    seq: int
-    kind: Literal["call", "trigger", "control", "message"]
-    wall_time: datetime
-    state_hash: str
-    changelog_id: int
-    changelog_id_before: int | None = None
-    """For a call whose tool ran: the changelog id before it; `(before, changelog_id]` are
-    the rows it wrote (the write window `GET /changes` attributes). None otherwise."""
-    virtual_time: datetime | None = None
-    role: str | None = None
-    principal: str | None = None
-    session: str | None = None
-    tool: str | None = None
-    args: dict[str, Any] | None = None
-    result: Any = None
-    error: CallError | None = None
-    denied: bool = False
-    duration_ms: float = 0.0
-    trigger_id: str | None = None
-    event: str | None = None
-    detail: str | None = None
-    sanitized: list[Sanitized] | None = None
-    """The values replaced so that the record stays JSON (`gateway.sanitize`); None when
-    none was."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The record as JSON data."""
-        return RECORD_ADAPTER.dump_python(self, mode="json")
-
-
-RECORD_ADAPTER: TypeAdapter[TrajectoryRecord] = TypeAdapter(TrajectoryRecord)
-
-
-_FIELDS = tuple(f.name for f in dataclass_fields(TrajectoryRecord))
-_scan = json.decoder.JSONDecoder().scan_once
-"""text, 0 -> (value, end): the C scanner `json.loads` calls, without its wrapper's checks
-for surrounding whitespace and trailing data (a row's JSON text, written by our encoder,
-has neither); several times faster for small values."""
 _loads = json.loads
-_error = CallError.model_construct
 _UNSET: Any = object()
-
-
-def record_line(record: TrajectoryRecord) -> bytes:
-    """One record as a JSON line (what `to_jsonl` and `?format=records` give)."""
-    try:
-        return RECORD_ADAPTER.dump_json(record) + b"\n"
-    except (ValueError, TypeError, RecursionError):
-        # Only a record built or changed outside `append` gets here: still one readable line.
-        fields = {name: getattr(record, name) for name in _FIELDS}
-        notes = clean_fields(fields)
-        fields["sanitized"] = [*(record.sanitized or []), *notes] or None
-        return RECORD_ADAPTER.dump_json(TrajectoryRecord(**fields)) + b"\n"
-
-
-def record(row: Row) -> TrajectoryRecord:
-    """The `TrajectoryRecord` a row stands for (a new object on every call)."""
-    (
-        seq, kind, wall, state_hash, changelog_id, before, virtual, role, principal, session,
-        tool, args, result, error_kind, error_message, denied, duration_ms, trigger_id, event,
-        detail, notes,
-    ) = row  # fmt: skip
-    return TrajectoryRecord(
-        seq=seq,
-        kind=kind,
-        wall_time=time_of(wall),  # type: ignore[arg-type]
-        state_hash=state_hash,
-        changelog_id=changelog_id,
-        changelog_id_before=before,
-        virtual_time=time_of(virtual),
-        role=role,
-        principal=principal,
-        session=session,
-        tool=tool,
-        args=None if args is None else dict(args) if type(args) is dict else _scan(args, 0)[0],
-        result=None if result is None else _scan(result, 0)[0],
-        error=None if error_kind is None else _error(kind=error_kind, message=error_message),
-        denied=denied,
-        duration_ms=duration_ms,
-        trigger_id=trigger_id,
-        event=event,
-        detail=detail,
-        sanitized=None if notes is None else notes_of(row),
-    )
 
 
 def _pack(rows: list[Row]) -> bytes:
@@ -194,12 +104,6 @@ def _unpack(data: bytes) -> list[Row]:
     if data[0] == _PICKLE:
         return pickle.loads(data)  # type: ignore[no-any-return]
     return marshal.loads(data)  # type: ignore[no-any-return]
-
-
-def events_of(record: TrajectoryRecord) -> int:
-    """How many wire events a record renders to: a call two (the call and its outcome),
-    anything else one."""
-    return 2 if record.kind == "call" else 1
 
 
 class Trajectory:
