@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from typing import Any
 
 from _cpu import cpu_per_call_us, process_cpu_seconds
 from _loadgen import Answer, Connection, LoadResult, load
+from _served import ServerProcess
 
 from agentenv import Environment, Gateway, Principal, ToolContext, tool
 from agentenv.env.tool import Tool
@@ -218,45 +218,12 @@ def serve(which: str, port: int, aged: int, profile: str | None) -> None:
         profiler.dump_stats(os.path.join(profile, f"{which}.prof"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Served:
-    """A server process on a free port, stopped on exit."""
-
-    def __init__(self, which: str, *, aged: int = 0, profile: str | None = None) -> None:
-        self.which = which
-        self.port = free_port()
-        args = [sys.executable, __file__, "--serve", which, "--port", str(self.port)]
-        args += ["--aged-calls", str(aged)]
-        if profile:
-            args += ["--profile", profile]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=sys.stderr)
-
-    @property
-    def pid(self) -> int:
-        """The server process's id."""
-        return self.process.pid
-
-    def wait_ready(self, timeout: float) -> None:
-        """Block until the server accepts connections."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"the {self.which} server did not start") from None
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        """Terminate the process and wait for it."""
-        self.process.terminate()
-        self.process.wait(timeout=30)
+def Served(which: str, *, aged: int = 0, profile: str | None = None) -> ServerProcess:
+    """A server process on a free port."""
+    args = [__file__, "--serve", which, "--aged-calls", str(aged)]
+    if profile:
+        args += ["--profile", profile]
+    return ServerProcess(which, args, stdout=subprocess.DEVNULL, stderr=sys.stderr)
 
 
 # -- the client -------------------------------------------------------------------------
@@ -433,7 +400,7 @@ def main() -> None:
         rss = {served.which: rss_mb(served.pid) for served in servers}
     finally:
         for served in servers:
-            served.stop()
+            served.close()
     print(f"protocol era: {opts.era}")
     report(figures, [s.which for s in servers], rounds)
     print("server RSS at the end: " + ", ".join(f"{k} {v:.0f} MB" for k, v in rss.items()))

@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from typing import Any
 from _cpu import process_cpu_seconds
 from _loadgen import Connection, LoadResult, load
 from _notes_env import bare_app, build_env
+from _served import ServerProcess
 
 from agentenv import Gateway, Principal
 
@@ -195,58 +195,11 @@ def gc_pause(records: int) -> None:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-class Served:
+def Served(which: str, prerecorded: int = 0, freeze: bool = True) -> ServerProcess:
     """One server in its own process, on a free loopback port."""
-
-    def __init__(self, which: str, prerecorded: int = 0, freeze: bool = True) -> None:
-        self.which = which
-        self.port = free_port()
-        self.prerecorded = prerecorded
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--serve",
-                "bare" if which == "bare" else "ours",
-                "--port",
-                str(self.port),
-                "--prerecord",
-                str(prerecorded),
-                *([] if freeze else ["--no-freeze"]),
-            ]
-        )
-
-    def wait_ready(self, timeout: float) -> None:
-        """Block until the server answers a `/step`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                asyncio.run(_one_call(self.port))
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"the {self.which} server did not start") from None
-                time.sleep(0.2)
-
-    def close(self) -> None:
-        """Stop the server process."""
-        self.process.terminate()
-        self.process.wait(timeout=15)
-
-
-async def _one_call(port: int) -> None:
-    conn = await Connection.open(HOST, port)
-    try:
-        answer = await conn.request("POST", "/step", CALL_BODY, HEADERS)
-        assert answer.status == 200, answer.body
-    finally:
-        await conn.close()
+    args = [__file__, "--serve", "bare" if which == "bare" else "ours"]
+    args += ["--prerecord", str(prerecorded), *([] if freeze else ["--no-freeze"])]
+    return ServerProcess(which, args)
 
 
 def _call(conn: Connection, i: int) -> Any:

@@ -33,16 +33,14 @@ import base64
 import contextlib
 import json
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from typing import Any
 
 from _cpu import process_cpu_seconds
 from _loadgen import Connection, LoadResult, load
 from _notes_env import bare_app, build_env
+from _served import ServerProcess
 
 from agentenv import Gateway
 
@@ -75,47 +73,9 @@ def serve(which: str, port: int) -> None:
     make_server(Gateway(build_env()), host=HOST, port=port, log_level="error").run()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-class Served:
+def Served(which: str) -> ServerProcess:
     """One server in its own process, on a free loopback port."""
-
-    def __init__(self, which: str) -> None:
-        self.which = which
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", which, "--port", str(self.port)]
-        )
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        """Block until the server answers a `/step`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                asyncio.run(_one_step(self.port))
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"the {self.which} server did not start") from None
-                time.sleep(0.2)
-
-    def close(self) -> None:
-        """Stop the server process."""
-        self.process.terminate()
-        self.process.wait(timeout=15)
-
-
-async def _one_step(port: int) -> None:
-    conn = await Connection.open(HOST, port)
-    try:
-        answer = await conn.request("POST", "/step", STEP_BODY.encode(), HEADERS)
-        assert answer.status == 200, answer.body
-    finally:
-        await conn.close()
+    return ServerProcess(which, [__file__, "--serve", which])
 
 
 # -- a raw WebSocket client -------------------------------------------------------------
