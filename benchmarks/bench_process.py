@@ -187,6 +187,39 @@ class HttpChild(ServerProcess):
 # -- our side: process environments behind the gateway ----------------------------------
 
 
+async def children_loop_call(coro: Any) -> Any:
+    """Await a coroutine on the children's loop (where every child session lives)."""
+    from agentenv.env.servers import loop
+
+    return await loop.call(coro)
+
+
+def our_backend() -> Any:
+    """Our stdio backend for the child, as a `server: command:` block makes it."""
+    from agentenv.env.servers.stdio import StdioBackend
+    from agentenv.spec.server import ServerSpec
+
+    return StdioBackend(ServerSpec(command=[sys.executable, str(CHILD)]), CHILD.parent, None)
+
+
+async def seam_child() -> tuple[Any, list[int]]:
+    """A child started by our stdio backend (no gateway), and its pid."""
+    log_dir = Path(os.environ["AGENTENV_LOG_DIR"])
+    before = set(descendants(os.getpid()))
+    child = await children_loop_call(our_backend().start(log_dir))
+    return child, [p for p in descendants(os.getpid()) if p not in before]
+
+
+def seam_call(child: Any) -> Call:
+    """`McpChild.call_tool` through the loop hop: the gateway's path without the gateway."""
+
+    async def call(i: int) -> bool:
+        answer = await children_loop_call(child.call_tool("read_note", args_for(i), None, 60))
+        return not answer.is_error
+
+    return call
+
+
 def write_env(folder: Path, name: str, server: dict[str, Any], **top: Any) -> Path:
     """An environment document with this `server:` block, in a folder of its own."""
     path = folder / name
@@ -285,6 +318,10 @@ async def calls_section(
         "http direct": Target("http direct", sdk_call(direct_http), lambda: [http_child.pid]),
     }
     skipped: list[str] = []
+    if opts.breakdown:
+        child, child_pids = await seam_child()
+        stack.push_async_callback(lambda: children_loop_call(child.close()))
+        targets["stdio seam"] = Target("stdio seam", seam_call(child), lambda: child_pids)
     docs = {
         "stdio": write_env(folder, "calls-stdio", stdio_server(isolation="shared")),
         "http": write_env(folder, "calls-http", {"url": http_child.url}),
@@ -353,18 +390,19 @@ def report_calls(
             f" {row.ours_cpu:8.0f} {row.server_cpu:9.0f}"
         )
     for kind in ("stdio", "http"):
-        base = rows.get((1, f"{kind} direct"))
         for clients, label, what in (
+            (1, f"{kind} seam", "our McpChild via the children's loop, no gateway / SDK"),
             (1, f"{kind} gateway", "Gateway.call / ClientSession.call_tool, 1 caller"),
             (opts.clients, f"{kind} gateway perf", f"the same, {opts.clients} callers"),
             (1, f"{kind} via serve", "SDK client -> agent-env serve -> child / SDK -> child"),
         ):
             ours, direct = rows.get((clients, label)), rows.get((clients, f"{kind} direct"))
-            if ours is None or direct is None or base is None:
+            if ours is None or direct is None:
                 continue
             print(
-                f"{kind:5} {what}: {ours.rate / direct.rate:.2f}x calls/s (goal >= 0.8)"
-                f", +{ours.p50 - direct.p50:.2f} ms p50"
+                f"{kind:5} {what}: {ours.rate / direct.rate:.2f}x calls/s"
+                f"{' (goal >= 0.8)' if 'gateway' in label else ''}"
+                f", p50 +{ours.p50 - direct.p50:.2f} ms"
             )
     for line in skipped:
         print(f"skipped {line}")
@@ -380,6 +418,24 @@ async def cold_episode() -> float:
         await s.initialize()
         if (await s.call_tool("read_note", args_for(0))).is_error:
             raise RuntimeError("cold episode: the call failed")
+    return time.perf_counter() - began
+
+
+async def backend_cold_episode() -> float:
+    """Our stdio backend starting the server (what the pool pays per process), the first
+    call, close: seconds."""
+    log_dir = Path(os.environ["AGENTENV_LOG_DIR"])
+
+    async def episode() -> None:
+        child = await our_backend().start(log_dir)
+        try:
+            if (await child.call_tool("read_note", args_for(0), None, 60)).is_error:
+                raise RuntimeError("backend cold episode: the call failed")
+        finally:
+            await child.close()
+
+    began = time.perf_counter()
+    await children_loop_call(episode())
     return time.perf_counter() - began
 
 
@@ -405,11 +461,12 @@ async def pool_section(opts: argparse.Namespace, folder: Path) -> None:
         return
     try:
         warm: list[float] = []
-        cold = []
-        for n in range(opts.episodes):  # interleaved: a warm episode, a cold one
+        cold, backend_cold = [], []
+        for n in range(opts.episodes):  # interleaved: warm, cold (SDK), cold (our backend)
             await wait_pool_full(ours, opts.pool)
             warm.append(await warm_episode(ours, n))
             cold.append(await cold_episode())
+            backend_cold.append(await backend_cold_episode())
         await wait_pool_full(ours, opts.pool)
         began = time.perf_counter()
         for n in range(opts.episodes):
@@ -419,7 +476,7 @@ async def pool_section(opts: argparse.Namespace, folder: Path) -> None:
         await memory_section(opts, ours)
     finally:
         await asyncio.to_thread(ours.close)
-    w, c = statistics.median(warm), statistics.median(cold)
+    w, c, b = statistics.median(warm), statistics.median(cold), statistics.median(backend_cold)
     print(
         f"\nan episode on a fresh isolated environment (pool of {opts.pool}),"
         f" median of {opts.episodes}:"
@@ -430,6 +487,7 @@ async def pool_section(opts: argparse.Namespace, folder: Path) -> None:
     )
     print(f"  back to back, pool not refilled in between: {back_to_back * 1e3:.1f} ms/episode")
     print(f"  cold (SDK: start + initialize + first call + stop): {c * 1e3:.0f} ms")
+    print(f"  cold through our stdio backend (what the pool pays a process): {b * 1e3:.0f} ms")
     print(
         f"  warm / cold: {w / c:.4f} ({c / w:.0f}x faster); back to back / cold:"
         f" {back_to_back / c:.2f}"
@@ -495,6 +553,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, help="episodes of each kind")
     parser.add_argument("--pool", type=int, default=2, help="warm pool size (default 2)")
     parser.add_argument("--live", type=int, default=8, help="live instances for memory")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="add our stdio child without the gateway"
+    )
     parser.add_argument("--no-wire", dest="wire", action="store_false", help="skip serve")
     opts = parser.parse_args()
     rounds, calls, episodes = (3, 300, 10) if opts.quick else (5, 1000, 30)
