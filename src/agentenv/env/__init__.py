@@ -4,6 +4,7 @@ from agentenv.env.classenv import ClassBinding
 from agentenv.env.environment import Environment, load_environment
 from agentenv.env.tool import (
     SYSTEM,
+    ArgumentsInvalid,
     Principal,
     Tool,
     ToolContext,
@@ -16,6 +17,7 @@ from agentenv.env.tool import (
 
 __all__ = [
     "SYSTEM",
+    "ArgumentsInvalid",
     "ClassBinding",
     "Environment",
     "Principal",

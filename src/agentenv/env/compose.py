@@ -29,7 +29,13 @@ def child_tool(alias: str, tool: Tool) -> Tool:
     inner = tool.invoke
 
     def scoped(ctx: ToolContext) -> ToolContext:
-        return ToolContext(StateView(ctx.state, alias), ctx.now, ctx.principal, ctx.instance_id)
+        return ToolContext(
+            StateView(ctx.state, alias),
+            ctx.now,
+            ctx.principal,
+            ctx.instance_id,
+            session=ctx.session,
+        )
 
     if tool.is_async:
 

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentenv.env import compose
 from agentenv.env.classenv import ClassBinding, class_tools
@@ -33,6 +33,10 @@ from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import find_environment_file, load_environment_spec
 from agentenv.spec.triggers import TriggerRegistration
 from agentenv.state import SEPARATOR, CollectionInfo, Snapshot, State, StateError
+
+if TYPE_CHECKING:
+    from agentenv.env.servers.runtime import ServerRuntime
+    from agentenv.spec.server import ServerSpec
 
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -56,6 +60,22 @@ class Environment:
     gateway_mode: GatewayMode = "consistent"
     source: Path | None = None
     children: tuple[tuple[str, Environment], ...] = ()
+    server: ServerRuntime | None = field(default=None, compare=False, repr=False)
+    """A process environment's runtime: the server its tools call (None for documents)."""
+
+    def runtimes(self) -> list[tuple[str, ServerRuntime]]:
+        """Every server runtime of this environment and its composed children, each with
+        the namespace its tools are served under (`""` for this one's own)."""
+        out: list[tuple[str, ServerRuntime]] = [("", self.server)] if self.server else []
+        for alias, child in self.children:
+            out += [(compose.namespaced(alias, ns), rt) for ns, rt in child.runtimes()]
+        return out
+
+    def close(self) -> None:
+        """Stop every server process of this environment (and its children); idempotent.
+        Documents without servers have nothing to stop."""
+        for _, runtime in self.runtimes():
+            runtime.close()
 
     def new_state(self) -> State:
         """A fresh state forked from the seed; cheap (copy on write)."""
@@ -84,6 +104,23 @@ class Environment:
         `target_class` (or the document's `class:`) makes a class-backed environment.
         """
         base = Path(file).parent if file else Path.cwd()
+        started: list[ServerRuntime] = []
+        try:
+            return cls._from_spec(spec, file, base, target_class, started)
+        except BaseException:
+            for runtime in started:  # nothing half-started is left running
+                runtime.close()
+            raise
+
+    @classmethod
+    def _from_spec(
+        cls,
+        spec: EnvironmentSpec,
+        file: str | Path | None,
+        base: Path,
+        target_class: type | None,
+        started: list[ServerRuntime],
+    ) -> Environment:
         collections = {
             name: CollectionInfo.create(c.key, c.record_schema) for name, c in spec.state.items()
         }
@@ -123,7 +160,15 @@ class Environment:
                     raise DocumentError(file, f"tools[{i}]", f"a second tool named {t.name!r}")
                 tools[t.name] = t
 
-        children = _load_children(spec, base, file)
+        runtime: ServerRuntime | None = None
+        if spec.server is not None:
+            runtime, server_tools, infos, rows = _server_part(spec.server, spec.name, base, file)
+            started.append(runtime)
+            collections.update(infos)
+            records.update(rows)
+            tools.update(server_tools)
+
+        children = _load_children(spec, base, file, started)
         roles = list(spec.role_names)
         access = list(spec.access)
         triggers = list(spec.triggers.triggers)
@@ -134,9 +179,15 @@ class Environment:
             for name, rows in child.seed.to_dict().items():
                 records[compose.namespaced(alias, name)] = rows
             for child_tool in child.tools.values():
-                tools[compose.namespaced(alias, child_tool.name)] = compose.child_tool(
-                    alias, child_tool
-                )
+                served = compose.namespaced(alias, child_tool.name)
+                if served in tools:
+                    raise DocumentError(
+                        file,
+                        "compose",
+                        f"tool {served!r} of child {alias!r} clashes with {tools[served].source!r} "
+                        "(rename one, or give the child another 'as')",
+                    )
+                tools[served] = compose.child_tool(alias, child_tool)
             roles += [r for r in child.roles if r not in roles]
             access = compose.child_access(alias, child.access) + access
             triggers += compose.child_triggers(alias, child.triggers, child.roles)
@@ -189,6 +240,7 @@ class Environment:
             gateway_mode=spec.gateway_mode,
             source=Path(file) if file else None,
             children=tuple(children),
+            server=runtime,
         )
 
     @classmethod
@@ -218,10 +270,48 @@ class Environment:
 _LOADING: ContextVar[frozenset[Path]] = ContextVar("agentenv_loading", default=frozenset())
 
 
-def _load_children(spec: EnvironmentSpec, base: Path, file: Any) -> list[tuple[str, Environment]]:
-    """Load the `compose:` children, refusing a document that composes itself."""
-    children = []
+def _server_part(
+    server: ServerSpec, name: str, base: Path, file: Any
+) -> tuple[ServerRuntime, dict[str, Tool], dict[str, CollectionInfo], dict[str, list[Any]]]:
+    """Start a process environment's first server and discover it: its runtime, tools, and
+    (where it has a data plane) the collections and records of its data."""
+    from agentenv.env.servers.base import ServerError
+    from agentenv.env.servers.mirror import seed_records
+    from agentenv.env.servers.runtime import ServerRuntime
+    from agentenv.env.servers.tools import remote_tools
+
+    document = Path(file) if file else None
+    try:
+        runtime = ServerRuntime(server, base, document, name)
+    except ServerError as exc:
+        raise DocumentError(file, "server", str(exc)) from None
+    try:
+        listings = runtime.discover()
+    except ServerError as exc:
+        runtime.close()
+        raise DocumentError(file, "server", str(exc)) from None
+    try:
+        tools = remote_tools(runtime, listings)
+    except BaseException:
+        runtime.close()
+        raise
+    infos, rows = seed_records({"parts": runtime.parts or []})
+    return runtime, tools, infos, rows
+
+
+def _load_children(
+    spec: EnvironmentSpec, base: Path, file: Any, started: list[ServerRuntime]
+) -> list[tuple[str, Environment]]:
+    """Load the `compose:` children, refusing a document that composes itself. Each child's
+    server runtimes go into `started` (stopped if the whole load fails)."""
+    children: list[tuple[str, Environment]] = []
     for i, entry in enumerate(spec.compose):
+        if entry.server is not None:
+            child = _server_child(entry.server, entry.as_ or "", base, file, f"compose[{i}]")
+            started += [rt for _, rt in child.runtimes()]
+            _add_child(children, entry.as_ or "", child, file, i, spec)
+            continue
+        assert entry.env is not None
         where = f"compose[{i}].env"
         try:
             child_file = find_environment_file(base / entry.env).resolve()
@@ -235,15 +325,45 @@ def _load_children(spec: EnvironmentSpec, base: Path, file: Any) -> list[tuple[s
             child = Environment.load(child_file)
         finally:
             _LOADING.reset(token)
+        started += [rt for _, rt in child.runtimes()]
         alias = entry.as_ or child.name
         if SEPARATOR in alias or not alias.replace("-", "").replace("_", "").isalnum():
             raise DocumentError(file, where, f"{alias!r} cannot be a namespace; set 'as'")
-        if any(alias == taken for taken, _ in children):
-            raise DocumentError(
-                file, f"compose[{i}]", f"a second child named {alias!r}; give one an 'as'"
-            )
-        children.append((alias, child))
+        _add_child(children, alias, child, file, i, spec)
     return children
+
+
+def _add_child(
+    children: list[tuple[str, Environment]],
+    alias: str,
+    child: Environment,
+    file: Any,
+    i: int,
+    spec: EnvironmentSpec,
+) -> None:
+    """Add a loaded child, refusing a namespace another child has (naming both)."""
+    for j, (taken, _) in enumerate(children):
+        if alias == taken:
+            first = spec.compose[j]
+            what = first.env if first.env is not None else "a server"
+            raise DocumentError(
+                file,
+                f"compose[{i}]",
+                f"a second child named {alias!r} (compose[{j}], {what}, has that name; "
+                "their tools would clash): give one an 'as'",
+            )
+    children.append((alias, child))
+
+
+def _server_child(server: ServerSpec, alias: str, base: Path, file: Any, where: str) -> Environment:
+    """A `compose:` entry with `server:`: a process environment named by its `as`."""
+    child_spec = EnvironmentSpec.model_validate(
+        {"apiVersion": "agentenv/v1", "kind": "Environment", "name": alias, "server": server}
+    )
+    try:
+        return Environment.from_spec(child_spec, file)
+    except DocumentError as exc:
+        raise DocumentError(file, f"{where}.{exc.path}", exc.problem) from None
 
 
 def _names_tools(name: str, tools: dict[str, Tool]) -> bool:

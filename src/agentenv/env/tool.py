@@ -28,6 +28,10 @@ class ToolError(Exception):
     """Raise from a tool to fail the call with this message; the state is rolled back."""
 
 
+class ArgumentsInvalid(ValueError):
+    """Raised by a tool's `check_args`: the arguments are refused, for the reason given."""
+
+
 @dataclass(frozen=True)
 class Principal:
     """Who is calling: a role, and optionally a name (an agent, a user, a token's owner).
@@ -60,6 +64,8 @@ class ToolContext:
     principal: Principal
     instance_id: str = "default"
     spent: timedelta = timedelta(0)
+    session: str | None = None
+    """The caller's session (MCP session, `/step` session header), if it named one."""
 
     def spend(self, duration: float | timedelta) -> None:
         """Let this call take longer than the tool's declared duration (e.g. a `wait` tool).
@@ -157,6 +163,10 @@ class Tool:
     blocking: bool = False
     source: str = ""
     hidden_by_default: bool = False
+    check_args: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Where set, how the gateway checks arguments instead of `args_model` (remote tools:
+    the server's JSON Schema): the values to call with, or `ArgumentsInvalid` saying why.
+    `args_model` then accepts anything, so `fast_args()` is None."""
     _fast: tuple[type[BaseModel], FastArgs | None] | None = field(
         default=None, init=False, repr=False, compare=False
     )

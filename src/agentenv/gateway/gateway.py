@@ -50,7 +50,7 @@ import asyncio
 import functools
 import os
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring as _quote
 from time import perf_counter, time_ns
 from typing import Any, Literal
@@ -58,7 +58,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from agentenv.env.environment import Environment
-from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
+from agentenv.env.tool import SYSTEM, ArgumentsInvalid, Principal, Tool, ToolContext, ToolError
 from agentenv.gateway import blocking
 from agentenv.gateway.access import DEFAULT_ROLE
 from agentenv.gateway.arguments import argument_errors, too_deep
@@ -81,6 +81,8 @@ from agentenv.spec.environment import GatewayMode
 from agentenv.spec.triggers import CheckStep
 from agentenv.spec.wire import CallError
 from agentenv.state import Snapshot, State, StateError
+
+_NO_TIME = timedelta(0)  # a call's extra time, until the tool spends some
 
 
 class _Probe(Exception):
@@ -131,6 +133,8 @@ class Gateway(ToolLists, ControlPlane):
         self._rename_default = env.default_role != DEFAULT_ROLE
         self._instances: dict[str, Instance] = {}
         self._firer = Firer(self)
+        # Process environments: each instance is attached to its servers' children.
+        self._runtimes = [runtime for _, runtime in env.runtimes()]
         self.create_instance(DEFAULT_INSTANCE)
 
     # -- instances --------------------------------------------------------------------------
@@ -167,6 +171,9 @@ class Gateway(ToolLists, ControlPlane):
         if self.env.triggers.triggers:
             self._firer.register(inst, self.env.triggers)
         self._instances[instance_id] = inst
+        if self._runtimes:
+            for runtime in self._runtimes:
+                runtime.attach(instance_id)  # schedules the child; the first call awaits it
         return inst
 
     def drop_instance(self, instance_id: str) -> None:
@@ -175,6 +182,8 @@ class Gateway(ToolLists, ControlPlane):
             raise GatewayError("the default instance cannot be dropped")
         self.instance(instance_id)
         del self._instances[instance_id]
+        for runtime in self._runtimes:
+            runtime.detach(instance_id)
 
     async def restore(
         self, principal: Principal, snapshot: Snapshot, *, instance: str = DEFAULT_INSTANCE
@@ -313,6 +322,14 @@ class Gateway(ToolLists, ControlPlane):
                 args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
             elif checked is not None:
                 values, given = checked, args or ()
+            elif tool.check_args is not None:  # a remote tool: the server's JSON Schema
+                try:
+                    values = tool.check_args(args or {})
+                    given = values.keys()
+                except ArgumentsInvalid as exc:
+                    problem = _Problem(
+                        "invalid_arguments", f"invalid arguments for {name!r}: {exc}"
+                    )
             else:
                 try:
                     model = tool.args_model.model_validate(args or {})
@@ -327,7 +344,7 @@ class Gateway(ToolLists, ControlPlane):
             ran = True
             if not inst.triggers.empty:  # before the tool runs: it may change `values`
                 given_values = {k: values[k] for k in given}
-            ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id)
+            ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id, _NO_TIME, session)
             before = state.changes
             slow = tool.is_async or tool.blocking
             owner = current_task() if slow else None
@@ -420,7 +437,7 @@ class Gateway(ToolLists, ControlPlane):
         # Blocking code runs in a thread, on a fork: a call that times out keeps running
         # but writes only to its fork, which is dropped; one that finishes is merged.
         fork = ctx.state.fork()
-        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
+        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id, session=ctx.session)
         # Our own pool, not the loop's default one: a tool that hangs past its timeout
         # keeps its thread, and must not starve DNS lookups or other libraries' work.
         if blocking.stuck_count() >= blocking.BLOCKING_THREADS:
@@ -451,7 +468,7 @@ class Gateway(ToolLists, ControlPlane):
         fork = ctx.state.fork()
         assert isinstance(fork, State)
         base = fork.snapshot()
-        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id)
+        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id, session=ctx.session)
         with fork.transaction():
             value = await self._invoke(tool, worker, values)
             text = encode_result(value)

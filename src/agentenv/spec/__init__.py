@@ -27,6 +27,7 @@ from agentenv.spec.loader import (
     parse_environment_spec,
     read_document,
 )
+from agentenv.spec.server import ServerSpec
 from agentenv.spec.triggers import (
     ActionWhen,
     Barrier,
@@ -101,6 +102,7 @@ __all__ = [
     "Predicate",
     "RemoveTriggersBody",
     "RoleSpec",
+    "ServerSpec",
     "SetTimeBody",
     "StateWhen",
     "StepRequest",

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentenv.spec.quantities import Duration
 from agentenv.spec.roles import RESERVED_ROLE
+from agentenv.spec.server import ServerSpec
 from agentenv.spec.triggers import TriggerRegistration
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -166,16 +167,30 @@ class AccessRuleSpec(_Doc):
 
 
 class ComposeSpec(_Doc):
-    """A child environment: a document path (relative to this one) and its namespace.
+    """A child environment: a document path (relative to this one), or a server, and its
+    namespace.
 
     The child's tools are served as `<as>__<tool>` and its collections stored as
-    `<as>__<collection>`; `as` defaults to the child's name.
+    `<as>__<collection>`; `as` defaults to the child document's name, and is required for
+    a `server:` child (which has no document to name it). A document child may itself be
+    a process environment (a document with `server:`).
     """
 
-    env: str
+    env: str | None = Field(default=None, description="A child document (file or folder).")
+    server: ServerSpec | None = Field(
+        default=None, description="A server child: the `server:` block of a process environment."
+    )
     as_: str | None = Field(
         default=None, alias="as", pattern=r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$"
     )
+
+    @model_validator(mode="after")
+    def _one_child(self) -> ComposeSpec:
+        if (self.env is None) == (self.server is None):
+            raise ValueError("a compose entry needs exactly one of 'env' and 'server'")
+        if self.server is not None and self.as_ is None:
+            raise ValueError("a 'server' child needs 'as' (the namespace of its tools)")
+        return self
 
 
 class EnvironmentSpec(_Doc):
@@ -218,6 +233,11 @@ class EnvironmentSpec(_Doc):
     compose: list[ComposeSpec] = Field(
         default_factory=list, description="Child environments served as one (see composition)."
     )
+    server: ServerSpec | None = Field(
+        default=None,
+        description="A process environment: its tools are a server's (MCP over stdio or "
+        "HTTP, an AgentEnv server, an upstream folder); see docs/process-envs.md.",
+    )
 
     @field_validator("triggers", mode="before")
     @classmethod
@@ -232,6 +252,17 @@ class EnvironmentSpec(_Doc):
         """
         roles = set(self.role_names)
         problems: list[tuple[tuple[Any, ...], str]] = []
+        if self.server is not None:
+            # A process environment's tools and state are its server's.
+            for field in ("tools", "class_", "state", "seed"):
+                if getattr(self, field):
+                    name = "class" if field == "class_" else field
+                    problems.append(
+                        (
+                            (name,),
+                            f"a document with 'server' has no '{name}' (the server's are used)",
+                        )
+                    )
         if self.default_role is not None and self.default_role not in roles:
             problems.append((("default_role",), _unknown_role(self.default_role, roles)))
         for i, tool in enumerate(self.tools):

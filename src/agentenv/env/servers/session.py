@@ -20,11 +20,21 @@ import anyio
 from mcp import ClientSession
 from mcp import types as mt
 from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED
 
 from agentenv.env.servers.base import Child, ChildGone, ServerError, ToolAnswer, ToolListing
 
 StreamsFactory = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
 """Opens a transport: an async context manager yielding (read_stream, write_stream, ...)."""
+
+
+@dataclass(frozen=True)
+class McpToolListing(ToolListing):
+    """A listed tool with its MCP `outputSchema` (which says whether `structuredContent`
+    wraps a plain value as `{"result": ...}`)."""
+
+    output_schema: dict[str, Any] | None = None
+
 
 _BROKEN = (
     anyio.ClosedResourceError,
@@ -52,6 +62,8 @@ class McpChild(Child):
         """Whether the session is open (and the process, if ours, runs)."""
         if self.session is None or self._broken or self._runner is None or self._runner.done():
             return False
+        if _closed(self.session):
+            return False
         return self.process_alive() if self.process_alive is not None else True
 
     async def open(self, streams: StreamsFactory, timeout: float) -> None:
@@ -66,7 +78,7 @@ class McpChild(Child):
                     self.session = session
                     ready.set_result(None)
                     await self._stop.wait()
-            except BaseException as exc:  # noqa: BLE001 - reported through `ready` or `_broken`
+            except BaseException as exc:
                 if not ready.done():
                     ready.set_exception(exc)
                 else:
@@ -89,6 +101,11 @@ class McpChild(Child):
         tail = self.stderr_tail()
         return f"{self.label}: {what}" + (f"\nlast lines of its stderr:\n{tail}" if tail else "")
 
+    def _gone(self, what: str, reached: bool) -> ChildGone:
+        """A ChildGone for a broken session, which is marked broken (not `alive`)."""
+        self._broken = self._broken or what
+        return ChildGone(self._failed(what), reached=reached)
+
     def _session(self) -> ClientSession:
         if self.session is None or not self.alive:
             raise ChildGone(self._failed("the server is not running"), reached=False)
@@ -104,16 +121,21 @@ class McpChild(Child):
             try:
                 page = await session.list_tools(params=params)
             except _BROKEN as exc:
-                raise ChildGone(self._failed(f"tools/list failed: {_reason(exc)}"), reached=True)
+                raise self._gone(f"tools/list failed: {_reason(exc)}", reached=True) from None
+            except MCPError as exc:
+                if _connection_closed(exc):
+                    raise self._gone("the connection closed during tools/list", True) from None
+                raise ServerError(self._failed(f"tools/list was refused: {exc}")) from None
             for t in page.tools:
                 dumped = t.model_dump(by_alias=True, exclude_none=True)
                 out.append(
-                    ToolListing(
+                    McpToolListing(
                         name=t.name,
                         description=t.description or "",
                         input_schema=dumped.get("inputSchema") or {"type": "object"},
                         annotations=dumped.get("annotations"),
                         meta=dumped.get("_meta"),
+                        output_schema=dumped.get("outputSchema"),
                     )
                 )
             cursor = page.next_cursor
@@ -125,6 +147,8 @@ class McpChild(Child):
     ) -> ToolAnswer:
         """`tools/call` on the open session."""
         session = self._session()
+        if _closed(session):  # the process ended since the last request: never sent
+            raise self._gone(f"the server had stopped before {name!r}", reached=False)
         try:
             result = await asyncio.wait_for(
                 session.call_tool(name, arguments, meta=meta),  # type: ignore[arg-type]
@@ -133,11 +157,14 @@ class McpChild(Child):
         except TimeoutError:
             raise
         except _BROKEN as exc:
-            raise ChildGone(self._failed(f"{name!r} failed: {_reason(exc)}"), reached=True)
-        except MCPError as exc:  # the server refused the request (unknown tool, bad params)
+            raise self._gone(f"{name!r} failed: {_reason(exc)}", reached=True) from None
+        except MCPError as exc:
+            if _connection_closed(exc):  # the transport ended: not the tool's answer
+                raise self._gone(f"the server stopped during {name!r}", reached=True) from None
+            # The server refused the request (unknown tool, bad params): the tool's error.
             return ToolAnswer([{"type": "text", "text": str(exc)}], None, True)
         if not self.alive:
-            raise ChildGone(self._failed(f"the server stopped during {name!r}"), reached=True)
+            raise self._gone(f"the server stopped during {name!r}", reached=True)
         dumped = result.model_dump(by_alias=True, exclude_none=True)
         return ToolAnswer(
             content=dumped.get("content") or [],
@@ -152,7 +179,7 @@ class McpChild(Child):
         if runner is not None and not runner.done():
             try:
                 await asyncio.wait_for(asyncio.shield(runner), 10)
-            except (TimeoutError, Exception):  # noqa: BLE001 - closing: best effort
+            except (TimeoutError, Exception):
                 runner.cancel()
                 with contextlib.suppress(BaseException):
                     await runner
@@ -161,6 +188,17 @@ class McpChild(Child):
             log.close()
         if self.workspace is not None:
             shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+def _connection_closed(exc: MCPError) -> bool:
+    """Whether an MCPError is the SDK's word that the transport ended (not the server's)."""
+    return exc.error.code == CONNECTION_CLOSED and exc.error.message == "Connection closed"
+
+
+def _closed(session: ClientSession) -> bool:
+    """Whether the session's connection has ended (its reader saw the end of the stream).
+    The SDK has no public word for it; without the attribute we assume it is open."""
+    return bool(getattr(getattr(session, "_dispatcher", None), "_closed", False))
 
 
 def _reason(exc: BaseException) -> str:

@@ -4,7 +4,9 @@
 document's `env`), in the instance's workspace folder unless `cwd` says otherwise; its
 stderr goes to a log file a user can find (`server-<pid>.log` under the runtime's log
 folder, named in every error). `{workspace}` anywhere in the command, args, env or cwd is
-that workspace.
+that workspace. An argument that names a file beside the document (`server.py`,
+`./run.sh`) is passed as its absolute path, so `command: [python, server.py]` works from
+the workspace.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def make_workspace(spec_workspace: str | None, base: Path, prepare: list[list[st
             if done.returncode != 0:
                 tail = "\n".join((done.stderr or done.stdout).splitlines()[-10:])
                 raise ServerError(
-                    f"prepare command {argv!r} exited with {done.returncode}" + f":\n{tail}" * bool(tail)
+                    f"prepare command {argv!r} exited with {done.returncode}"
+                    + f":\n{tail}" * bool(tail)
                 )
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -67,6 +70,18 @@ def process_env(extra: dict[str, str], workspace: Path | None) -> dict[str, str]
     env = {k: os.environ[k] for k in _INHERITED if k in os.environ}
     env.update({k: expand(v, workspace) for k, v in extra.items()})
     return env
+
+
+def _anchored(arg: str, base: Path) -> str:
+    """An argument naming a file beside the document (`srv.py`, `./run.sh`) as an absolute
+    path, since the process runs in its workspace; anything else unchanged."""
+    if not arg or arg.startswith("-") or Path(arg).is_absolute() or "\0" in arg:
+        return arg
+    candidate = base / arg
+    try:
+        return str(candidate.resolve()) if candidate.is_file() else arg
+    except OSError:
+        return arg
 
 
 class StdioBackend(ServerBackend):
@@ -82,7 +97,9 @@ class StdioBackend(ServerBackend):
         """Start the process in a fresh workspace and initialise its session."""
         spec = self.spec
         workspace = make_workspace(spec.workspace, self.base, spec.prepare)
-        argv = [expand(a, workspace) for a in [*(spec.command or []), *spec.args]]
+        argv = [
+            _anchored(expand(a, workspace), self.base) for a in [*(spec.command or []), *spec.args]
+        ]
         program = shutil.which(argv[0], path=process_env(spec.env, workspace).get("PATH"))
         if program is None and not Path(argv[0]).is_file():
             shutil.rmtree(workspace, ignore_errors=True)

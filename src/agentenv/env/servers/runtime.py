@@ -1,0 +1,301 @@
+"""`ServerRuntime`: the live side of a process environment (a document with `server:`).
+
+One runtime per loaded environment. At load, `discover()` prepares the backend, starts the
+first child, lists its tools and reads its card and (where it has a data plane) its data;
+that child is kept and serves the default instance. Gateways then `attach` each instance
+(the pool hands it a child, per `server.isolation`) and `detach` it when it is dropped;
+the remote tools (`tools.py`) `call` through here. Everything touching a child runs on the
+children's loop (`loop.py`); the public coroutines hop there from whatever loop calls them.
+
+Faults: a child that dies during a call fails that call with a ToolError naming the server
+(and the last lines of its stderr) and is replaced at once (one reconnect); the call is
+retried on the new child only when it never reached the old one. A call past its timeout
+raises TimeoutError (the gateway's `timeout` error).
+
+Instances are keyed by instance id; attaching the same id twice (two gateways over one
+environment) counts references, and the child is released when the last one detaches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from agentenv.env.servers import loop
+from agentenv.env.servers.base import (
+    Child,
+    ChildGone,
+    ServerBackend,
+    ServerError,
+    ToolAnswer,
+    ToolListing,
+)
+from agentenv.env.servers.mirror import parts_of
+from agentenv.spec.server import ServerSpec
+
+DEFAULT_INSTANCE = "default"
+"""The instance the discovery child serves (the gateway's own default instance)."""
+
+
+def default_log_dir(env_name: str) -> Path:
+    """Where the server processes' stderr logs go: `$AGENTENV_LOG_DIR/<env>` or
+    `~/.cache/agentenv/logs/<env>/`."""
+    root = os.environ.get("AGENTENV_LOG_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "agentenv" / "logs"
+    return base / env_name
+
+
+def make_backend(spec: ServerSpec, base: Path, document: Path | None) -> ServerBackend:
+    """The backend the spec names or implies, from the backend registry (stdio built in
+    while the registry is not there)."""
+    try:
+        from agentenv.env.servers import registry  # type: ignore[attr-defined]
+    except ImportError:
+        registry = None  # type: ignore[assignment]
+    if registry is not None and hasattr(registry, "make_backend"):
+        return registry.make_backend(spec, base, document)  # type: ignore[no-any-return]
+    from agentenv.env.servers.stdio import StdioBackend
+
+    if spec.backend_name != "stdio":
+        raise ServerError(f"backend {spec.backend_name!r} is not available")
+    return StdioBackend(spec, base, document)
+
+
+def _make_pool(
+    backend: ServerBackend, spec: ServerSpec, log_dir: Path, parts: list[dict[str, Any]] | None
+) -> Any:
+    """The ChildPool (pool.py) for this spec, or the minimal shared pool below until it exists."""
+    try:
+        from agentenv.env.servers.pool import ChildPool  # type: ignore[import-not-found]
+    except ImportError:
+        return _SharedPool(backend, log_dir)
+    mode = spec.isolation_mode if backend.starts_processes else "shared"
+    return ChildPool(backend, mode, spec.pool, log_dir, seed_parts=parts)
+
+
+class _SharedPool:
+    """The `shared` behaviour of ChildPool: one child for every instance (a stand-in used
+    only until env/servers/pool.py is there; same calls)."""
+
+    def __init__(self, backend: ServerBackend, log_dir: Path) -> None:
+        self.backend = backend
+        self.log_dir = log_dir
+        self.child: Child | None = None
+        self._starting: asyncio.Lock | None = None
+        self.started = 0
+
+    async def acquire(self, instance_id: str) -> Child:
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self.child is None:
+                self.child = await self.backend.start(self.log_dir)
+                self.started += 1
+            return self.child
+
+    async def release(self, instance_id: str) -> None:
+        return None
+
+    async def replace(self, instance_id: str) -> Child:
+        old, self.child = self.child, None
+        if old is not None:
+            await old.close()
+        return await self.acquire(instance_id)
+
+    def adopt(self, instance_id: str, child: Child) -> None:
+        self.child = child
+
+    async def close(self) -> None:
+        child, self.child = self.child, None
+        if child is not None:
+            await child.close()
+
+    def stats(self) -> dict[str, int]:
+        live = int(self.child is not None and self.child.alive)
+        return {"live": live, "idle": 0, "started": self.started}
+
+
+class ServerRuntime:
+    """The children of one process environment and the way calls reach them."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        base: Path,
+        document: Path | None,
+        env_name: str,
+        *,
+        log_dir: Path | None = None,
+    ) -> None:
+        self.spec = spec
+        self.base = base
+        self.document = document
+        self.env_name = env_name
+        self.log_dir = log_dir or default_log_dir(env_name)
+        self.backend = make_backend(spec, base, document)
+        self.listings: list[ToolListing] = []
+        self.card: dict[str, Any] | None = None
+        """The discovery child's AgentEnv card, if it has one."""
+        self.parts: list[dict[str, Any]] | None = None
+        """The discovery child's initial `data/get` parts (None: no data plane)."""
+        self.has_data_plane = False
+        self._pool: Any = None
+        self._attached: dict[str, int] = {}
+        self._pending: dict[str, Future[Any]] = {}
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def describe(self) -> str:
+        """The command line or URL, for messages."""
+        return self.backend.describe()
+
+    def discover(self) -> list[ToolListing]:
+        """Start the first child, list its tools, read its card and data (sync; at load).
+        ServerError naming what failed; nothing is left running then."""
+        return loop.run(self._discover())
+
+    async def _discover(self) -> list[ToolListing]:
+        await self.backend.prepare()
+        child = await self.backend.start(self.log_dir)
+        try:
+            self.listings = await asyncio.wait_for(child.list_tools(), self.spec.startup_timeout)
+            self.card = child.card
+            if child.has_data_plane:
+                self.has_data_plane = True
+                got = await child.data("data/get", {})
+                self.parts = parts_of(got)
+        except BaseException as exc:
+            await child.close()
+            if isinstance(exc, TimeoutError):
+                raise ServerError(
+                    f"{child.label}: tools/list took longer than {self.spec.startup_timeout:g} s"
+                ) from None
+            if isinstance(exc, ServerError):
+                raise
+            raise ServerError(f"{child.label}: {type(exc).__name__}: {exc}") from None
+        self._pool = _make_pool(self.backend, self.spec, self.log_dir, self.parts)
+        self._pool.adopt(DEFAULT_INSTANCE, child)
+        self._attached[DEFAULT_INSTANCE] = 0
+        loop.at_exit(self._close)
+        return self.listings
+
+    def attach(self, instance_id: str) -> None:
+        """An instance begins: have a child ready for it (scheduled, never waited for)."""
+        count = self._attached.get(instance_id, 0)
+        self._attached[instance_id] = count + 1
+        if count or self._closed or instance_id == DEFAULT_INSTANCE:
+            return  # the default instance has the discovery child already
+        self._pending[instance_id] = loop.submit(self._acquire(instance_id))
+
+    def detach(self, instance_id: str) -> None:
+        """An instance ends: its child goes back to the pool (or is stopped)."""
+        count = self._attached.get(instance_id, 0)
+        if count > 1:
+            self._attached[instance_id] = count - 1
+            return
+        self._attached.pop(instance_id, None)
+        pending = self._pending.pop(instance_id, None)
+        if self._closed or instance_id == DEFAULT_INSTANCE:
+            return
+        loop.submit(self._release(instance_id, pending))
+
+    async def _acquire(self, instance_id: str) -> Child:
+        return await self._pool.acquire(instance_id)  # type: ignore[no-any-return]
+
+    async def _release(self, instance_id: str, pending: Future[Any] | None) -> None:
+        if pending is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wrap_future(pending)
+        await self._pool.release(instance_id)
+
+    def close(self) -> None:
+        """Stop every child of this environment (idempotent)."""
+        if self._closed or self._pool is None:
+            self._closed = True
+            return
+        loop.run(self._close())
+
+    async def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._pool is not None:
+            await self._pool.close()
+
+    def stats(self) -> dict[str, int]:
+        """The pool's counters (live, idle, started, ...)."""
+        return dict(self._pool.stats()) if self._pool is not None else {}
+
+    # -- calls ----------------------------------------------------------------------------
+
+    async def call(
+        self,
+        instance_id: str,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any] | None,
+        timeout: float,
+    ) -> ToolAnswer:
+        """`tools/call` on the instance's child, from any loop. ChildGone (a ServerError)
+        when the child died with the call; TimeoutError past `timeout`."""
+        return await loop.call(self._call(instance_id, name, args, meta, timeout))
+
+    async def _child(self, instance_id: str) -> Child:
+        if self._closed:
+            raise ServerError(f"{self.describe()}: the environment's servers were stopped")
+        pending = self._pending.pop(instance_id, None)
+        if pending is not None:
+            # A failed attach: acquire again below, and the pool says why if it fails again.
+            with contextlib.suppress(ServerError):
+                await asyncio.wrap_future(pending)
+        return await self._pool.acquire(instance_id)  # type: ignore[no-any-return]
+
+    async def _call(
+        self,
+        instance_id: str,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any] | None,
+        timeout: float,
+    ) -> ToolAnswer:
+        child = await self._child(instance_id)
+        if not child.alive:
+            child = await self._pool.replace(instance_id)
+        try:
+            return await child.call_tool(name, args, meta, timeout)
+        except ChildGone as gone:
+            replaced = await self._reconnect(instance_id, gone)
+            if gone.reached or replaced is None:
+                raise
+            return await replaced.call_tool(name, args, meta, timeout)
+
+    async def _reconnect(self, instance_id: str, gone: ChildGone) -> Child | None:
+        """The one reconnect after a child died: a new child for the instance, or None
+        (the failure is added to `gone`'s message)."""
+        try:
+            return await self._pool.replace(instance_id)  # type: ignore[no-any-return]
+        except ServerError as exc:
+            gone.args = (f"{gone}\nrestarting it failed: {exc}",)
+            return None
+
+    async def data(
+        self, instance_id: str, method: str, params: dict[str, Any] | None = None
+    ) -> Any:
+        """A data-plane request (`data/reset`, `data/add`, `data/get`) to the instance's
+        child, from any loop; ServerError when it has none or refuses."""
+        return await loop.call(self._data(instance_id, method, params))
+
+    async def _data(self, instance_id: str, method: str, params: dict[str, Any] | None) -> Any:
+        child = await self._child(instance_id)
+        return await child.data(method, params or {})
+
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError(
+            f"a process environment's runtime ({self.describe()}) cannot be pickled: "
+            "load the environment where it runs"
+        )
