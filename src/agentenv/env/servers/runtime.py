@@ -102,8 +102,8 @@ class _SharedPool:
 
     async def replace(self, instance_id: str) -> Child:
         old, self.child = self.child, None
-        if old is not None:
-            await old.close()
+        if old is not None:  # a dead child's teardown is not the new one's business
+            self._closing = asyncio.ensure_future(old.close())
         return await self.acquire(instance_id)
 
     def adopt(self, instance_id: str, child: Child) -> None:
@@ -113,6 +113,10 @@ class _SharedPool:
         child, self.child = self.child, None
         if child is not None:
             await child.close()
+        closing = getattr(self, "_closing", None)
+        if closing is not None:
+            with contextlib.suppress(BaseException):
+                await closing
 
     def stats(self) -> dict[str, int]:
         live = int(self.child is not None and self.child.alive)
@@ -269,8 +273,15 @@ class ServerRuntime:
         try:
             return await child.call_tool(name, args, meta, timeout)
         except ChildGone as gone:
+            if gone.reached:
+                # The one reconnect runs on its own, not in this call's time: the next call
+                # of the instance awaits it.
+                self._pending[instance_id] = asyncio.ensure_future(  # type: ignore[assignment]
+                    self._reconnect(instance_id, gone)
+                )
+                raise
             replaced = await self._reconnect(instance_id, gone)
-            if gone.reached or replaced is None:
+            if replaced is None:
                 raise
             return await replaced.call_tool(name, args, meta, timeout)
 
