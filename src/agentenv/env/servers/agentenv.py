@@ -106,10 +106,24 @@ async def fetch_card(base_url: str, headers: dict[str, str], timeout: float) -> 
 
 
 def check_card(card: dict[str, Any], where: str) -> None:
-    """ServerError naming `where` and the field when the card does not fit the protocol's
-    shape (our `EnvironmentCard`); unknown extra keys are fine."""
+    """ServerError naming `where` and the field when the card's frame does not fit the
+    protocol (our `EnvironmentCard`: name, url, interfaces). Its capabilities are only
+    advertisements and differ between servers (upstream's SDK sends `extensions: null` and
+    tools with `inputSchema`), so only their outline is checked; extra keys are fine."""
+    capabilities = card.get("capabilities")
+    if capabilities is not None and not isinstance(capabilities, dict):
+        raise ServerError(f"{where}: not an AgentEnv card: capabilities is not an object")
+    for key in ("tools", "extensions", "operations"):
+        value = (capabilities or {}).get(key)
+        if value is not None and not isinstance(value, list):
+            raise ServerError(f"{where}: not an AgentEnv card: capabilities.{key} is not a list")
+    frame = {
+        **card,
+        "capabilities": {"tools": [], "extensions": [], "operations": []},
+        "children_environments": None,
+    }
     try:
-        EnvironmentCard.model_validate(card)
+        EnvironmentCard.model_validate(frame)
     except ValidationError as exc:
         first = exc.errors()[0]
         path = ".".join(str(p) for p in first["loc"]) or "(card)"
