@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,7 @@ async def connect_agentenv(
     (nothing left open); the caller still owns (and stops) any process it started."""
     headers = request_headers(spec)
     where = base_url.rstrip("/") + CARD_PATH
+    deadline = time.monotonic() + spec.startup_timeout  # card and session share the budget
     card = await fetch_card(base_url, headers, spec.startup_timeout)
     check_card(card, where)
     endpoint = mcp_endpoint(card, base_url, where)
@@ -173,7 +175,7 @@ async def connect_agentenv(
         headers=headers,
     )
     workspace_kept, child.workspace = child.workspace, None  # the caller's until we succeed
-    await open_mcp_child(endpoint, spec, child, spec.startup_timeout)
+    await open_mcp_child(endpoint, spec, child, max(deadline - time.monotonic(), 1.0))
     child.workspace = workspace_kept
     return child
 
