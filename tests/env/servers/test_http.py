@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,3 +94,14 @@ def test_a_url_that_does_not_answer(tmp_path: Path) -> None:
 def test_not_an_http_url(tmp_path: Path) -> None:
     with pytest.raises(ServerError, match="not an http"):
         loop.run(HttpBackend(ServerSpec(url="ftp://x"), tmp_path, None).start(tmp_path))
+
+
+def test_a_server_that_accepts_but_never_answers(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        spec = ServerSpec(url=url, startup_timeout=1)
+        with pytest.raises(ServerError, match=rf"{url}: no MCP session could be opened.*within"):
+            loop.run(HttpBackend(spec, tmp_path, None).start(tmp_path))
+    assert child_tasks() == []

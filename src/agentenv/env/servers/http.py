@@ -71,7 +71,9 @@ async def open_mcp_child(url: str, spec: ServerSpec, child: McpChild, timeout: f
     try:
         await child.open(streams, timeout)
     except ServerError as exc:
-        status = await http_status(url, headers, min(timeout, 10.0))
+        # A server that hung has spent the budget: no probe then (it would hang too).
+        hung = "did not answer within" in str(exc)
+        status = None if hung else await http_status(url, headers, min(timeout, 10.0))
         if status in (401, 403):
             who = "the token" if spec.token else "no token was sent and it"
             raise ServerError(
