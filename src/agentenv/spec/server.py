@@ -122,12 +122,11 @@ class ServerSpec(BaseModel):
                 "a server needs exactly one of 'command', 'url' or 'folder'"
                 + (f" (has {', '.join(sources)})" if sources else "")
             )
-        if self.url is not None and self.isolation in ("process", "reset") and not self.folder:
-            if self.isolation == "process":
-                raise ValueError(
-                    "isolation 'process' needs a server we start ('command' or 'folder'); "
-                    "a 'url' is shared, or 'reset' through its data plane"
-                )
+        if self.url is not None and self.isolation == "process" and not self.folder:
+            raise ValueError(
+                "isolation 'process' needs a server we start ('command' or 'folder'); "
+                "a 'url' is shared, or 'reset' through its data plane"
+            )
         return self
 
     @property

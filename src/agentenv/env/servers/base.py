@@ -139,5 +139,5 @@ class ServerBackend(ABC):
         """Start (or connect to) one server and initialise its MCP session; ServerError
         naming what failed, with nothing left running. Logs go under `log_dir`."""
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # noqa: B027 - optional hook, empty by default
         """Work done once before the first start (a folder's virtualenv); default none."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
@@ -87,10 +88,8 @@ def _shutdown() -> None:
     async def close_all() -> None:
         await asyncio.gather(*(c() for c in reversed(_closers)), return_exceptions=True)
 
-    try:
+    with contextlib.suppress(Exception):  # exiting: nothing left to report to
         asyncio.run_coroutine_threadsafe(close_all(), _loop).result(10)
-    except Exception:  # noqa: BLE001 - exiting: nothing left to report to
-        pass
 
 
 atexit.register(_shutdown)
