@@ -35,6 +35,8 @@ from agentenv.env.servers.base import (
     ToolListing,
 )
 from agentenv.env.servers.mirror import parts_of
+from agentenv.env.servers.pool import ChildPool
+from agentenv.env.servers.registry import backend_for
 from agentenv.spec.server import ServerSpec
 
 DEFAULT_INSTANCE = "default"
@@ -49,78 +51,15 @@ def default_log_dir(env_name: str) -> Path:
     return base / env_name
 
 
-def make_backend(spec: ServerSpec, base: Path, document: Path | None) -> ServerBackend:
-    """The backend the spec names or implies, from the backend registry (stdio built in
-    while the registry is not there)."""
-    try:
-        from agentenv.env.servers import registry  # type: ignore[attr-defined]
-    except ImportError:
-        registry = None  # type: ignore[assignment]
-    if registry is not None and hasattr(registry, "make_backend"):
-        return registry.make_backend(spec, base, document)  # type: ignore[no-any-return]
-    from agentenv.env.servers.stdio import StdioBackend
-
-    if spec.backend_name != "stdio":
-        raise ServerError(f"backend {spec.backend_name!r} is not available")
-    return StdioBackend(spec, base, document)
-
-
 def _make_pool(
     backend: ServerBackend, spec: ServerSpec, log_dir: Path, parts: list[dict[str, Any]] | None
-) -> Any:
-    """The ChildPool (pool.py) for this spec, or the minimal shared pool below until it exists."""
-    try:
-        from agentenv.env.servers.pool import ChildPool  # type: ignore[import-not-found]
-    except ImportError:
-        return _SharedPool(backend, log_dir)
-    mode = spec.isolation_mode if backend.starts_processes else "shared"
+) -> ChildPool:
+    """The pool for this spec; a backend that starts no processes (a `url`) is one child
+    shared by every instance unless the document asks for `reset`."""
+    mode = spec.isolation_mode
+    if not backend.starts_processes and mode == "process":
+        mode = "shared"
     return ChildPool(backend, mode, spec.pool, log_dir, seed_parts=parts)
-
-
-class _SharedPool:
-    """The `shared` behaviour of ChildPool: one child for every instance (a stand-in used
-    only until env/servers/pool.py is there; same calls)."""
-
-    def __init__(self, backend: ServerBackend, log_dir: Path) -> None:
-        self.backend = backend
-        self.log_dir = log_dir
-        self.child: Child | None = None
-        self._starting: asyncio.Lock | None = None
-        self.started = 0
-
-    async def acquire(self, instance_id: str) -> Child:
-        if self._starting is None:
-            self._starting = asyncio.Lock()
-        async with self._starting:
-            if self.child is None:
-                self.child = await self.backend.start(self.log_dir)
-                self.started += 1
-            return self.child
-
-    async def release(self, instance_id: str) -> None:
-        return None
-
-    async def replace(self, instance_id: str) -> Child:
-        old, self.child = self.child, None
-        if old is not None:  # a dead child's teardown is not the new one's business
-            self._closing = asyncio.ensure_future(old.close())
-        return await self.acquire(instance_id)
-
-    def adopt(self, instance_id: str, child: Child) -> None:
-        self.child = child
-
-    async def close(self) -> None:
-        child, self.child = self.child, None
-        if child is not None:
-            await child.close()
-        closing = getattr(self, "_closing", None)
-        if closing is not None:
-            with contextlib.suppress(BaseException):
-                await closing
-
-    def stats(self) -> dict[str, int]:
-        live = int(self.child is not None and self.child.alive)
-        return {"live": live, "idle": 0, "started": self.started}
 
 
 class ServerRuntime:
@@ -140,14 +79,14 @@ class ServerRuntime:
         self.document = document
         self.env_name = env_name
         self.log_dir = log_dir or default_log_dir(env_name)
-        self.backend = make_backend(spec, base, document)
+        self.backend = backend_for(spec, base, document)
         self.listings: list[ToolListing] = []
         self.card: dict[str, Any] | None = None
         """The discovery child's AgentEnv card, if it has one."""
         self.parts: list[dict[str, Any]] | None = None
         """The discovery child's initial `data/get` parts (None: no data plane)."""
         self.has_data_plane = False
-        self._pool: Any = None
+        self._pool: ChildPool | None = None
         self._attached: dict[str, int] = {}
         self._pending: dict[str, Future[Any]] = {}
         self._closed = False
@@ -182,8 +121,13 @@ class ServerRuntime:
             if isinstance(exc, ServerError):
                 raise
             raise ServerError(f"{child.label}: {type(exc).__name__}: {exc}") from None
-        self._pool = _make_pool(self.backend, self.spec, self.log_dir, self.parts)
-        self._pool.adopt(DEFAULT_INSTANCE, child)
+        try:
+            pool = _make_pool(self.backend, self.spec, self.log_dir, self.parts)
+            pool.adopt(DEFAULT_INSTANCE, child)
+        except ServerError:
+            await child.close()
+            raise
+        self._pool = pool
         self._attached[DEFAULT_INSTANCE] = 0
         loop.at_exit(self._close)
         return self.listings
@@ -209,13 +153,13 @@ class ServerRuntime:
         loop.submit(self._release(instance_id, pending))
 
     async def _acquire(self, instance_id: str) -> Child:
-        return await self._pool.acquire(instance_id)  # type: ignore[no-any-return]
+        return await self.pool.acquire(instance_id)
 
     async def _release(self, instance_id: str, pending: Future[Any] | None) -> None:
         if pending is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wrap_future(pending)
-        await self._pool.release(instance_id)
+        await self.pool.release(instance_id)
 
     def close(self) -> None:
         """Stop every child of this environment (idempotent)."""
@@ -230,6 +174,13 @@ class ServerRuntime:
         self._closed = True
         if self._pool is not None:
             await self._pool.close()
+
+    @property
+    def pool(self) -> ChildPool:
+        """The children's pool (there once `discover` has run)."""
+        if self._pool is None:
+            raise ServerError(f"{self.describe()}: the server was never started")
+        return self._pool
 
     def stats(self) -> dict[str, int]:
         """The pool's counters (live, idle, started, ...)."""
@@ -257,7 +208,7 @@ class ServerRuntime:
             # A failed attach: acquire again below, and the pool says why if it fails again.
             with contextlib.suppress(ServerError):
                 await asyncio.wrap_future(pending)
-        return await self._pool.acquire(instance_id)  # type: ignore[no-any-return]
+        return await self.pool.acquire(instance_id)
 
     async def _call(
         self,
@@ -269,7 +220,7 @@ class ServerRuntime:
     ) -> ToolAnswer:
         child = await self._child(instance_id)
         if not child.alive:
-            child = await self._pool.replace(instance_id)
+            child = await self.pool.replace(instance_id)
         try:
             return await child.call_tool(name, args, meta, timeout)
         except ChildGone as gone:
@@ -289,7 +240,7 @@ class ServerRuntime:
         """The one reconnect after a child died: a new child for the instance, or None
         (the failure is added to `gone`'s message)."""
         try:
-            return await self._pool.replace(instance_id)  # type: ignore[no-any-return]
+            return await self.pool.replace(instance_id)
         except ServerError as exc:
             gone.args = (f"{gone}\nrestarting it failed: {exc}",)
             return None

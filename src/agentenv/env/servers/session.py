@@ -70,6 +70,8 @@ class McpChild(Child):
         """Open the transport and initialise the session within `timeout` seconds;
         ServerError (with the stderr tail) if it cannot, leaving nothing running."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Its exception may land after a timeout or close stopped waiting: mark it seen.
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())
 
         async def hold() -> None:
             try:
