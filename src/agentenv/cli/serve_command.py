@@ -1,4 +1,10 @@
-"""`agent-env serve`: the REST surface of an environment over HTTP."""
+"""`agent-env serve`: the REST surface of an environment over HTTP.
+
+The environment is a document (or the folder holding one: a process environment's, an
+upstream environment folder), or, with `--url`, a server already running elsewhere (an
+AgentEnv environment server or any MCP server over Streamable HTTP) fronted by our gateway.
+Server processes the environment started stop when the server stops (Ctrl-C included).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import anyio
 import typer
 from rich.markup import escape
 
-from agentenv.cli._common import console, fail, load_env
+from agentenv.cli._common import close_env, console, fail, load_env, parse_headers, url_env
 from agentenv.env import Environment
 from agentenv.gateway import Gateway, GatewayError
 from agentenv.gateway.auth import Authenticator, is_loopback, parse_tokens
@@ -19,7 +25,37 @@ from agentenv.serve.server import freeze_long_lived, make_server
 
 
 def serve(
-    path: Annotated[Path, typer.Argument(help="Environment document, or the folder holding it.")],
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Environment document, or the folder holding it (a process environment's, or "
+            "an upstream environment folder). Leave it out with --url."
+        ),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Front a running server instead of a document: an AgentEnv environment "
+            "server or any MCP server over Streamable HTTP (its base URL or MCP endpoint).",
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            help="With --url: NAME=VALUE, a header sent to that server on every request "
+            "(repeatable).",
+        ),
+    ] = None,
+    url_token: Annotated[
+        str | None,
+        typer.Option(
+            "--url-token",
+            help="With --url: a bearer token for that server (`${NAME}` reads a variable). "
+            "--token is this server's own.",
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
     token: Annotated[
@@ -69,35 +105,75 @@ def serve(
     ] = False,
 ) -> None:
     """Serve an environment: card, /step and MCP (/mcp) on one port, or MCP over stdio."""
-    env = load_env(path)
+    if (path is None) == (url is None):
+        fail("give an environment (a document or its folder) or --url URL, one of the two")
+    if url is None and (header or url_token):
+        fail("--header and --url-token go with --url (a document's server: block has its own)")
     if mode is not None and mode not in ("consistent", "performance"):
         fail(f"--mode: expected 'consistent' or 'performance', got {mode!r}")
+    try:
+        tokens = parse_tokens(token or [])
+    except ValueError as exc:
+        fail(f"--token: {exc}")
+    if not stdio and port and not _port_free(host, port):
+        fail(f"port {port} on {host} is in use (pick another with --port)")
+    headers = parse_headers(header or [])
+    # Checked before anything starts: a refusal below must not leave server processes behind.
+    env = load_env(path) if path is not None else url_env(str(url), headers, url_token)
+    try:
+        _serve(
+            env,
+            path or url,
+            host,
+            port,
+            tokens,
+            max_body,
+            log_level,
+            stdio,
+            mode,
+            strict_roles,
+            behind_gateway,
+        )
+    finally:
+        close_env(env)
+
+
+def _serve(
+    env: Environment,
+    source: object,
+    host: str,
+    port: int,
+    tokens: dict[str, str],
+    max_body: int,
+    log_level: str,
+    stdio: bool,
+    mode: str | None,
+    strict_roles: bool | None,
+    behind_gateway: bool,
+) -> None:
     options = {"mode": mode, "strict_roles": strict_roles, "behind_gateway": behind_gateway}
     if stdio:
         _serve_stdio(env, options)
         return
     try:
-        tokens = parse_tokens(token or [])
-    except ValueError as exc:
-        fail(f"--token: {exc}")
-    try:
-        gateway = Gateway(env, **options)
+        gateway = Gateway(env, **options)  # type: ignore[arg-type]
     except GatewayError as exc:
-        fail(f"{path}: {exc}")
+        fail(f"{source}: {exc}")
     _send_nl_over_a2a(gateway, host, port, tokens)
     if not is_loopback(host) and not tokens:
         console.print(
             "[yellow]warning:[/] listening beyond loopback with no --token: every request "
             "will be refused (401). Add --token ROLE=SECRET.",
         )
-    if port and not _port_free(host, port):
-        fail(f"port {port} on {host} is in use (pick another with --port)")
     console.print(
         f"[bold]{escape(env.name)}[/] on http://{host}:{port}  card: /.well-known/agent-env.json"
         f"  auth: {escape(auth_mode(host, tokens))}  mode: {gateway.mode}"
         + ("  roles: strict" if gateway.strict_roles else ""),
         highlight=False,
     )
+    for namespace, runtime in env.runtimes():
+        where = f" ({namespace.removesuffix('__')})" if namespace else ""
+        console.print(f"  server{escape(where)}: {escape(runtime.describe())}", highlight=False)
     server = make_server(
         gateway, host=host, port=port, tokens=tokens, max_body=max_body, log_level=log_level
     )
@@ -118,7 +194,7 @@ def auth_mode(host: str, tokens: dict[str, str]) -> str:
 def _serve_stdio(env: Environment, options: dict[str, Any]) -> None:
     # stdout belongs to the MCP protocol now: say nothing there.
     try:
-        gateway = Gateway(env, **options)
+        gateway = Gateway(env, **options)  # type: ignore[arg-type]
     except GatewayError as exc:
         fail(str(exc))
     _send_nl_over_a2a(gateway)
