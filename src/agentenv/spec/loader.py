@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,37 @@ def parse_environment_spec(data: Any, file: str | Path | None = None) -> Environ
     return spec
 
 
+def is_upstream_folder(path: Path) -> bool:
+    """Whether `path` is an upstream AgentEnv environment folder with no document of ours
+    (a `server.py` and a `Dockerfile`, no env.yaml and kin)."""
+    return (
+        path.is_dir()
+        and (path / "server.py").is_file()
+        and (path / "Dockerfile").is_file()
+        and not any((path / name).is_file() for name in ENV_FILE_NAMES)
+    )
+
+
+def upstream_folder_document(path: Path) -> dict[str, Any]:
+    """The document an upstream environment folder stands for: its server run from the
+    folder, named after it."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", path.resolve().name).lstrip("._-") or "env"
+    return {
+        "apiVersion": "agentenv/v1",
+        "kind": "Environment",
+        "name": name,
+        "server": {"folder": "."},
+    }
+
+
 def load_environment_spec(path: str | Path) -> tuple[EnvironmentSpec, Path]:
-    """Load and check an environment document; returns it with the file it came from."""
+    """Load and check an environment document; returns it with the file it came from. An
+    upstream environment folder with no document reads as `server: {folder: .}`, its file
+    being `<folder>/env.yaml` (which need not exist; it anchors relative paths)."""
+    if is_upstream_folder(Path(path)):
+        folder = Path(path).resolve()
+        file = folder / ENV_FILE_NAMES[0]
+        return parse_environment_spec(upstream_folder_document(folder), file), file
     file = find_environment_file(path)
     return parse_environment_spec(read_document(file), file), file
 
