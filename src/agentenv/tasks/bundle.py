@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from agentenv.env.environment import Environment
 from agentenv.spec.errors import DocumentError
-from agentenv.spec.loader import ENV_FILE_NAMES, read_document
+from agentenv.spec.loader import ENV_FILE_NAMES, is_upstream_folder, read_document
 from agentenv.spec.task import SolutionTurn, TaskSpec
 from agentenv.tasks.checking import Problem, describe, document_problems
 from agentenv.tasks.context import TaskContext
@@ -149,8 +149,10 @@ class Bundle:
         """The folder of the bundle environment called `name` (or aliased so), if it
         holds an environment document."""
         folder = self.env_folder(name)
-        if folder is not None and any((folder / f).is_file() for f in ENV_FILE_NAMES):
-            return folder
+        if folder is not None and (
+            any((folder / f).is_file() for f in ENV_FILE_NAMES) or is_upstream_folder(folder)
+        ):
+            return folder  # an upstream env folder (Dockerfile + server.py) runs as a process
         return None
 
     def resolve_env(self, ref: str) -> Environment | None:
@@ -174,6 +176,11 @@ class Bundle:
 def unsupported_env_reason(folder: Path) -> str:
     """Why an env folder with no environment document cannot be deployed."""
     found = [name for name in CONTAINER_FILES if (folder / name).is_file()]
+    if "server.py" in found and "Dockerfile" not in found:
+        return (
+            "a server.py with no Dockerfile: an upstream environment folder holds both "
+            "(and a requirements.txt); add them, or write an env.yaml with a server: block"
+        )
     if found:
         return (
             f"a container-built MCP server ({', '.join(found)}): deploying those is not "

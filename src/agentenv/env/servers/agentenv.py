@@ -21,7 +21,7 @@ from typing import Any
 import httpx2
 from pydantic import ValidationError
 
-from agentenv.env.servers.base import ServerBackend, ServerError
+from agentenv.env.servers.base import DataMethodMissing, ServerBackend, ServerError
 from agentenv.env.servers.http import open_mcp_child, request_headers
 from agentenv.env.servers.session import McpChild
 from agentenv.spec.card import EnvironmentCard
@@ -69,7 +69,8 @@ class AgentEnvChild(McpChild):
         if error is not None:
             code = error.get("code") if isinstance(error, dict) else None
             message = error.get("message") if isinstance(error, dict) else error
-            raise ServerError(f"{self.data_url}: {method} failed with error {code}: {message}")
+            failure = DataMethodMissing if code == -32601 else ServerError
+            raise failure(f"{self.data_url}: {method} failed with error {code}: {message}")
         if answer.status_code >= 400 or "result" not in reply:
             raise ServerError(f"{self.data_url}: {method} answered {answer.status_code}: {reply}")
         return reply["result"]

@@ -29,6 +29,11 @@ class ServerError(Exception):
     the server's stderr where there are any)."""
 
 
+class DataMethodMissing(ServerError):
+    """The server's data plane does not implement the method (JSON-RPC -32601): upstream
+    environments that define no data handlers answer `data/get` so."""
+
+
 class ChildGone(ServerError):
     """The child died or its connection broke during a request. `reached` says whether the
     request may have reached it (then it is never retried: it may have acted)."""

@@ -68,6 +68,15 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
         process.wait(_STOP_WAIT_S)
 
 
+async def stop_in_thread(process: subprocess.Popen[bytes]) -> None:
+    """`stop_process` off the loop; in the loop itself when the interpreter is exiting (its
+    thread pools take no new work then, and the processes must still stop)."""
+    try:
+        await asyncio.to_thread(stop_process, process)
+    except RuntimeError:
+        stop_process(process)
+
+
 @dataclass
 class FolderChild(AgentEnvChild):
     """An AgentEnv child whose server is a process we started from a folder; closing it
@@ -80,7 +89,7 @@ class FolderChild(AgentEnvChild):
         finally:
             process = self.extra.pop("process", None)
             if process is not None:
-                await asyncio.to_thread(stop_process, process)
+                await stop_in_thread(process)
 
 
 class FolderBackend(ServerBackend):
@@ -176,7 +185,7 @@ class FolderBackend(ServerBackend):
                 workspace=workspace,
             )
         except BaseException as exc:
-            await asyncio.to_thread(stop_process, process)
+            await stop_in_thread(process)
             shutil.rmtree(workspace, ignore_errors=True)
             if isinstance(exc, ServerError) and not isinstance(exc, _Exited):
                 tail = _tail(log_path)

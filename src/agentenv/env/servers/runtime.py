@@ -29,6 +29,7 @@ from agentenv.env.servers import loop
 from agentenv.env.servers.base import (
     Child,
     ChildGone,
+    DataMethodMissing,
     ServerBackend,
     ServerError,
     ToolAnswer,
@@ -109,9 +110,13 @@ class ServerRuntime:
             self.listings = await asyncio.wait_for(child.list_tools(), self.spec.startup_timeout)
             self.card = child.card
             if child.has_data_plane:
-                self.has_data_plane = True
-                got = await child.data("data/get", {})
-                self.parts = parts_of(got)
+                try:
+                    got = await child.data("data/get", {})
+                except DataMethodMissing:
+                    got = None  # a card with a data-plane URL but no data handlers behind it
+                else:
+                    self.has_data_plane = True
+                    self.parts = parts_of(got)
         except BaseException as exc:
             await child.close()
             if isinstance(exc, TimeoutError):
