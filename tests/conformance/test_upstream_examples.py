@@ -62,15 +62,11 @@ def test_tasks_unsupported_is_named(bundle: str, validated: dict[str, tuple[int,
     assert not schema_errors, "\n".join(schema_errors)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="their envs are upstream env folders (Dockerfile + server.py on the protocol SDK); "
-    "running those as processes without Docker is issue 13 (process environments)",
-)
 @pytest.mark.parametrize("bundle", BUILT_STEP_BUNDLES)
 def test_tasks_upstream_example_validates(
     bundle: str, validated: dict[str, tuple[int, str]]
 ) -> None:
-    """[tasks] An upstream example bundle validates as it is."""
+    """[tasks] An upstream example bundle validates as it is (its envs are upstream env
+    folders: Dockerfile + server.py on the protocol SDK, run as processes)."""
     code, output = validated[bundle]
     assert code == 0, output[-3000:]
