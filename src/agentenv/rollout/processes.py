@@ -35,6 +35,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import threading
 import time
 import traceback
 from collections import deque
@@ -211,7 +212,15 @@ class ProcessRunner(BaseRunner):
             name="agentenv-rollout-worker",
             daemon=True,
         )
-        process.start()
+        # Started with SIGINT ignored, so the child inherits that from its first instruction:
+        # a Ctrl-C while it is still importing must not print its traceback.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            process.start()
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
         child.close()
         self.pids.append(process.pid)
         return _Worker(process, parent)
