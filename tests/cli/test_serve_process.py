@@ -7,30 +7,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 CARD = "/.well-known/agent-env.json"
-
-
-def agent_env() -> list[str]:
-    script = Path(sys.executable).parent / "agent-env"
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-c", "from agentenv.cli import main; main()"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 ECHO = Path(__file__).parents[1] / "env" / "servers" / "servers" / "echo.py"
@@ -48,14 +34,16 @@ def _doc(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    """`agent-env serve ARGS` until its card answers (30 s at most); always stopped."""
-    port = free_port()
+def serving(
+    tmp_path: Path, command: list[str], port: int, *args: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """`agent-env serve ARGS --port PORT` (command: how to run agent-env) until its card
+    answers (30 s at most); always stopped."""
     out_path = tmp_path / f"serve-{port}.out"
     env = {**os.environ, "AGENTENV_LOG_DIR": str(tmp_path / "logs")}
     with out_path.open("wb") as out:
         process = subprocess.Popen(
-            [*agent_env(), "serve", *args, "--port", str(port)],
+            [*command, "serve", *args, "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -100,9 +88,11 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
-def test_a_process_env_is_served_with_its_roles_and_stops_its_server(tmp_path: Path) -> None:
+def test_a_process_env_is_served_with_its_roles_and_stops_its_server(
+    tmp_path: Path, agent_env_command: list[str], loopback_port: Callable[[], int]
+) -> None:
     folder = _doc(tmp_path / "echo")
-    with serving(tmp_path, str(folder)) as (url, process, out):
+    with serving(tmp_path, agent_env_command, loopback_port(), str(folder)) as (url, process, out):
         card = httpx.get(url + CARD).json()
         assert {t["name"] for t in card["capabilities"]["tools"]} >= {"add", "whoami"}
         assert step(url, "add", {"a": 2, "b": 3})["structuredContent"] == {"result": 5}
@@ -115,10 +105,12 @@ def test_a_process_env_is_served_with_its_roles_and_stops_its_server(tmp_path: P
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
 
 
-def test_url_fronts_a_running_server_and_forwards_the_role(tmp_path: Path) -> None:
+def test_url_fronts_a_running_server_and_forwards_the_role(
+    tmp_path: Path, agent_env_command: list[str], loopback_port: Callable[[], int]
+) -> None:
     folder = _doc(tmp_path / "echo")
-    with serving(tmp_path, str(folder)) as (inner, _p, _o):
-        outer_serve = serving(tmp_path, "--url", inner)
+    with serving(tmp_path, agent_env_command, loopback_port(), str(folder)) as (inner, _p, _o):
+        outer_serve = serving(tmp_path, agent_env_command, loopback_port(), "--url", inner)
         with outer_serve as (outer, _q, out):
             assert "server: " + inner in out.read_text()
             card = httpx.get(outer + CARD).json()
@@ -141,12 +133,16 @@ def test_url_fronts_a_running_server_and_forwards_the_role(tmp_path: Path) -> No
     ],
 )
 def test_bad_serve_arguments_fail_with_one_message(
-    tmp_path: Path, args: list[str], message: str
+    tmp_path: Path,
+    args: list[str],
+    message: str,
+    agent_env_command: list[str],
+    loopback_port: Callable[[], int],
 ) -> None:
     folder = _doc(tmp_path / "echo")
-    filled = [a.format(port=free_port(), folder=folder) for a in args]
+    filled = [a.format(port=loopback_port(), folder=folder) for a in args]
     done = subprocess.run(
-        [*agent_env(), "serve", *filled, "--port", str(free_port())],
+        [*agent_env_command, "serve", *filled, "--port", str(loopback_port())],
         capture_output=True,
         text=True,
         timeout=60,
@@ -156,7 +152,9 @@ def test_bad_serve_arguments_fail_with_one_message(
     assert "Traceback" not in done.stderr
 
 
-def test_a_server_that_exits_at_start_is_one_error_and_nothing_runs(tmp_path: Path) -> None:
+def test_a_server_that_exits_at_start_is_one_error_and_nothing_runs(
+    tmp_path: Path, agent_env_command: list[str], loopback_port: Callable[[], int]
+) -> None:
     folder = tmp_path / "dies"
     folder.mkdir()
     exits = Path(__file__).parents[1] / "env" / "servers" / "servers" / "exits.py"
@@ -165,7 +163,7 @@ def test_a_server_that_exits_at_start_is_one_error_and_nothing_runs(tmp_path: Pa
         f"server: {{command: [{sys.executable}, {exits}]}}\n"
     )
     done = subprocess.run(
-        [*agent_env(), "serve", str(folder), "--port", str(free_port())],
+        [*agent_env_command, "serve", str(folder), "--port", str(loopback_port())],
         capture_output=True,
         text=True,
         timeout=60,

@@ -10,20 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / ".venv-upstream/src/agentenv_framework-0.9.1364/src/agent_env/examples/mail-mcp"
-
-
-def agent_env() -> list[str]:
-    script = Path(sys.executable).parent / "agent-env"
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-c", "from agentenv.cli import main; main()"]
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +49,12 @@ def _mail_processes(bundle: Path) -> list[int]:
 
 
 def test_upstream_mail_bundle_runs_unchanged_with_the_oracle(
-    tmp_path: Path, venv_dir: Path
+    tmp_path: Path, venv_dir: Path, agent_env_command: list[str]
 ) -> None:
     bundle = _bundle(tmp_path)
     out = tmp_path / "run"
     done = subprocess.run(
-        [*agent_env(), "run", str(bundle), "--agent", "oracle", "--out", str(out)],
+        [*agent_env_command, "run", str(bundle), "--agent", "oracle", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -80,14 +72,14 @@ def test_upstream_mail_bundle_runs_unchanged_with_the_oracle(
 
 
 def test_a_requirement_that_cannot_be_installed_is_one_error(
-    tmp_path: Path, venv_dir: Path
+    tmp_path: Path, venv_dir: Path, agent_env_command: list[str]
 ) -> None:
     bundle = _bundle(tmp_path)
     (bundle / "envs" / "mail" / "requirements.txt").write_text(
         "agentenv-no-such-package-xyz==0.0.1\n"
     )
     done = subprocess.run(
-        [*agent_env(), "run", str(bundle), "--agent", "oracle", "--out", str(tmp_path / "r")],
+        [*agent_env_command, "run", str(bundle), "--agent", "oracle", "--out", str(tmp_path / "r")],
         capture_output=True,
         text=True,
         timeout=600,
