@@ -155,17 +155,21 @@ async def connect_agentenv(
     log_path: Path | None = None,
     process_alive: Any = None,
     workspace: Path | None = None,
+    child_class: type[AgentEnvChild] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> AgentEnvChild:
     """Connect to the AgentEnv environment server at `base_url`: its card, an MCP session on
     its MCP interface, its data plane. ServerError naming the URL when any part fails
-    (nothing left open); the caller still owns (and stops) any process it started."""
+    (nothing left open); the caller still owns (and stops) any process it started.
+    `child_class` (an AgentEnvChild subclass) and `extra` let a backend that starts the
+    server give the child its own `close` and what that needs (the folder backend's process)."""
     headers = request_headers(spec)
     where = base_url.rstrip("/") + CARD_PATH
     deadline = time.monotonic() + spec.startup_timeout  # card and session share the budget
     card = await fetch_card(base_url, headers, spec.startup_timeout)
     check_card(card, where)
     endpoint = mcp_endpoint(card, base_url, where)
-    child = AgentEnvChild(
+    child = (child_class or AgentEnvChild)(
         label=label,
         card=card,
         base_url=base_url.rstrip("/"),
@@ -174,6 +178,7 @@ async def connect_agentenv(
         process_alive=process_alive,
         data_url=resolve(base_url, card["url"]) if card.get("url") else None,
         headers=headers,
+        extra=dict(extra or {}),
     )
     workspace_kept, child.workspace = child.workspace, None  # the caller's until we succeed
     await open_mcp_child(endpoint, spec, child, max(deadline - time.monotonic(), 1.0))

@@ -183,6 +183,8 @@ class FolderBackend(ServerBackend):
                 log_path=log_path,
                 process_alive=lambda: process.poll() is None,
                 workspace=workspace,
+                child_class=FolderChild,
+                extra={"process": process},
             )
         except BaseException as exc:
             await stop_in_thread(process)
@@ -194,9 +196,7 @@ class FolderBackend(ServerBackend):
                         f"{exc}\nlast lines of its log ({log_path}):\n{tail}"
                     ) from None
             raise
-        child.__class__ = FolderChild  # the same fields; close() also stops the process
-        child.extra["process"] = process
-        return child  # type: ignore[return-value]
+        return child
 
     async def _wait_for_port(
         self, process: subprocess.Popen[bytes], port: int, log_path: Path, label: str
