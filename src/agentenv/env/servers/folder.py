@@ -144,7 +144,7 @@ class FolderBackend(ServerBackend):
             raise ServerError(f"{self._where()}environment folder {folder}: {exc}") from None
         self.python = str(venv_python(venv))
 
-    async def start(self, log_dir: Path) -> FolderChild:
+    async def start(self, log_dir: Path) -> AgentEnvChild:
         """Run `server.py` on a free port, wait for its card, and connect to it."""
         if self.python is None:
             await self.prepare()
