@@ -307,7 +307,7 @@ def _load_children(
     children: list[tuple[str, Environment]] = []
     for i, entry in enumerate(spec.compose):
         if entry.server is not None:
-            child = _server_child(entry.server, entry.as_ or "", base, file, f"compose[{i}]")
+            child = _server_child(entry.server, entry.as_ or "", spec, base, file, f"compose[{i}]")
             started += [rt for _, rt in child.runtimes()]
             _add_child(children, entry.as_ or "", child, file, i, spec)
             continue
@@ -355,10 +355,19 @@ def _add_child(
     children.append((alias, child))
 
 
-def _server_child(server: ServerSpec, alias: str, base: Path, file: Any, where: str) -> Environment:
-    """A `compose:` entry with `server:`: a process environment named by its `as`."""
+def _server_child(
+    server: ServerSpec, alias: str, parent: EnvironmentSpec, base: Path, file: Any, where: str
+) -> Environment:
+    """A `compose:` entry with `server:`: a process environment named by its `as`. It has no
+    roles of its own, so it takes the parent's (and adds no implicit `default` role)."""
     child_spec = EnvironmentSpec.model_validate(
-        {"apiVersion": "agentenv/v1", "kind": "Environment", "name": alias, "server": server}
+        {
+            "apiVersion": "agentenv/v1",
+            "kind": "Environment",
+            "name": alias,
+            "server": server,
+            "roles": parent.roles,
+        }
     )
     try:
         return Environment.from_spec(child_spec, file)

@@ -150,7 +150,7 @@ class FolderBackend(ServerBackend):
             await self.prepare()
         assert self.python is not None
         spec = self.spec
-        workspace = make_workspace(spec.workspace, self.base, spec.prepare)
+        workspace = make_workspace(spec.workspace, self.base, spec.prepare, spec.env)
         port = free_port()
         env = process_env(spec.env, workspace)
         env.update({"MCP_HOST": "127.0.0.1", "MCP_PORT": str(port), "PYTHONUNBUFFERED": "1"})

@@ -35,9 +35,15 @@ def expand(text: str, workspace: Path | None) -> str:
     return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), ""), text)
 
 
-def make_workspace(spec_workspace: str | None, base: Path, prepare: list[list[str]]) -> Path:
+def make_workspace(
+    spec_workspace: str | None,
+    base: Path,
+    prepare: list[list[str]],
+    env: dict[str, str] | None = None,
+) -> Path:
     """A fresh folder for one process: a copy of the document's `workspace` (or empty),
-    then the `prepare` commands run in it. ServerError naming the command that failed."""
+    then the `prepare` commands run in it with the variables the server gets (`env`: the
+    document's, on the minimal inherited set). ServerError naming the command that failed."""
     folder = Path(tempfile.mkdtemp(prefix="agentenv-ws-"))
     try:
         if spec_workspace:
@@ -49,7 +55,13 @@ def make_workspace(spec_workspace: str | None, base: Path, prepare: list[list[st
             argv = [expand(a, folder) for a in command]
             try:
                 done = subprocess.run(
-                    argv, cwd=folder, capture_output=True, text=True, timeout=120, check=False
+                    argv,
+                    cwd=folder,
+                    env=process_env(env or {}, folder),
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    check=False,
                 )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise ServerError(f"prepare command {argv!r} failed: {exc}") from None
@@ -96,7 +108,7 @@ class StdioBackend(ServerBackend):
     async def start(self, log_dir: Path) -> McpChild:
         """Start the process in a fresh workspace and initialise its session."""
         spec = self.spec
-        workspace = make_workspace(spec.workspace, self.base, spec.prepare)
+        workspace = make_workspace(spec.workspace, self.base, spec.prepare, spec.env)
         argv = [
             _anchored(expand(a, workspace), self.base) for a in [*(spec.command or []), *spec.args]
         ]
