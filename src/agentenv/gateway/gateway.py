@@ -173,7 +173,9 @@ class Gateway(ToolLists, ControlPlane):
         self._instances[instance_id] = inst
         if self._runtimes:
             for runtime in self._runtimes:
-                runtime.attach(instance_id)  # schedules the child; the first call awaits it
+                # Schedules the child (the first call awaits it); the clock is for children
+                # that read virtual time through `env_get_time_url`.
+                runtime.attach(instance_id, lambda: inst.clock.now())
         return inst
 
     def drop_instance(self, instance_id: str) -> None:

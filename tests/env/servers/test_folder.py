@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,62 @@ def test_load_list_call_and_close(folder: Path, tmp_path: Path, monkeypatch) -> 
     finally:
         env.close()
     assert processes_running(str(folder / "server.py")) == []
+
+
+def test_a_server_that_takes_the_clock_follows_each_instances_virtual_time(
+    folder: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """The fixture advertises urn:agentenv:clock/v1 sync_time, as upstream's servers do: it
+    is handed an env_get_time_url once the instance's clock is armed, and reads it after."""
+    python = needs_upstream()
+    monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
+    doc = tmp_path / "env.yaml"
+    doc.write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\n"
+        f"name: clocked\nserver: {{folder: mail-like, python: {python}, pool: 1}}\n"
+        "clock: {start: '2026-03-02T08:00:00Z', mode: stepped}\n"
+    )
+    env = Environment.load(doc)
+    try:
+        gateway = Gateway(env)
+        agent = Principal("agent")
+
+        async def times() -> list[str]:
+            first = await gateway.call(agent, "what_time", {})
+            gateway.create_instance("later")
+            await gateway.set_clock(
+                Principal("admin", admin=True),
+                datetime(2030, 1, 1, 12, tzinfo=UTC),
+                instance="later",
+            )
+            second = await gateway.call(agent, "what_time", {}, instance="later")
+            again = await gateway.call(agent, "what_time", {})
+            return [first.text, second.text, again.text]
+
+        first, later, again = loop.run(times())
+        assert "2026-03-02T08:00:00Z" in first
+        assert "2030-01-01T12:00:00Z" in later  # its own instance, its own clock
+        assert "2026-03-02T08:00" in again
+    finally:
+        env.close()
+
+
+def test_without_an_armed_clock_a_server_keeps_wall_time(
+    folder: Path, tmp_path: Path, monkeypatch
+) -> None:
+    python = needs_upstream()
+    monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
+    doc = tmp_path / "env.yaml"
+    doc.write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\n"
+        f"name: unclocked\nserver: {{folder: mail-like, python: {python}, pool: 1}}\n"
+    )
+    env = Environment.load(doc)
+    try:
+        result = loop.run(Gateway(env).call(Principal("agent"), "what_time", {}))
+        assert result.ok and "wall clock" in result.text
+    finally:
+        env.close()
 
 
 def test_a_server_that_exits_at_start_shows_its_log(folder: Path, tmp_path: Path) -> None:

@@ -79,6 +79,8 @@ class Child(ABC):
     workspace: Path | None = None
     """The folder made for this process (`{workspace}`), removed when it closes."""
     extra: dict[str, Any] = field(default_factory=dict)
+    clock_url: str | None = None
+    """The `env_get_time_url` this child was synced with (clock.py), once it was."""
 
     @property
     def has_data_plane(self) -> bool:

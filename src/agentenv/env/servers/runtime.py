@@ -4,7 +4,8 @@ One runtime per loaded environment. At load, `discover()` prepares the backend, 
 first child, lists its tools and reads its card and (where it has a data plane) its data;
 that child is kept and serves the default instance. Gateways then `attach` each instance
 (the pool hands it a child, per `server.isolation`) and `detach` it when it is dropped;
-the remote tools (`tools.py`) `call` through here. Everything touching a child runs on the
+the remote tools (`tools.py`) `call` through here. A child whose card advertises the clock
+extension is handed its instance's virtual clock before its first call (`clock.py`). Everything touching a child runs on the
 children's loop (`loop.py`); the public coroutines hop there from whatever loop calls them.
 
 Faults: a child that dies during a call fails that call with a ToolError naming the server
@@ -25,7 +26,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from agentenv.env.servers import loop
+from agentenv.env.servers import clock, loop
 from agentenv.env.servers.base import (
     Child,
     ChildGone,
@@ -90,6 +91,8 @@ class ServerRuntime:
         self._pool: ChildPool | None = None
         self._attached: dict[str, int] = {}
         self._pending: dict[str, Future[Any]] = {}
+        self._clocks: dict[str, clock.ClockSource] = {}
+        self._clock_urls: dict[str, tuple[str, str]] = {}
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -137,10 +140,13 @@ class ServerRuntime:
         loop.at_exit(self._close)
         return self.listings
 
-    def attach(self, instance_id: str) -> None:
-        """An instance begins: have a child ready for it (scheduled, never waited for)."""
+    def attach(self, instance_id: str, clock_source: clock.ClockSource | None = None) -> None:
+        """An instance begins: have a child ready for it (scheduled, never waited for).
+        `clock_source` reads the instance's virtual time, for children that take it."""
         count = self._attached.get(instance_id, 0)
         self._attached[instance_id] = count + 1
+        if clock_source is not None:
+            self._clocks[instance_id] = clock_source
         if count or self._closed or instance_id == DEFAULT_INSTANCE:
             return  # the default instance has the discovery child already
         self._pending[instance_id] = loop.submit(self._acquire(instance_id))
@@ -152,6 +158,10 @@ class ServerRuntime:
             self._attached[instance_id] = count - 1
             return
         self._attached.pop(instance_id, None)
+        self._clocks.pop(instance_id, None)
+        url = self._clock_urls.pop(instance_id, None)
+        if url is not None:
+            clock.SERVICE.forget(url[1])
         pending = self._pending.pop(instance_id, None)
         if self._closed or instance_id == DEFAULT_INSTANCE:
             return
@@ -226,6 +236,8 @@ class ServerRuntime:
         child = await self._child(instance_id)
         if not child.alive:
             child = await self.pool.replace(instance_id)
+        if child.clock_url is None:
+            await self._sync_clock(instance_id, child)
         try:
             return await child.call_tool(name, args, meta, timeout)
         except ChildGone as gone:
@@ -239,7 +251,23 @@ class ServerRuntime:
             replaced = await self._reconnect(instance_id, gone)
             if replaced is None:
                 raise
+            await self._sync_clock(instance_id, replaced)
             return await replaced.call_tool(name, args, meta, timeout)
+
+    async def _sync_clock(self, instance_id: str, child: Child) -> None:
+        """Give a child that advertises the clock extension the instance's clock URL, once
+        the clock is armed (tried again at each call until then). A child without the
+        extension is marked so it is never asked."""
+        if not clock.wants_clock(child):
+            child.clock_url = ""
+            return
+        source = self._clocks.get(instance_id)
+        if source is None or source() is None:
+            return
+        if instance_id not in self._clock_urls:
+            self._clock_urls[instance_id] = await clock.SERVICE.url_for(source)
+        url = self._clock_urls[instance_id][0]
+        child.clock_url = url if await clock.sync_child(child, url) else ""
 
     async def _reconnect(self, instance_id: str, gone: ChildGone) -> Child | None:
         """The one reconnect after a child died: a new child for the instance, or None
