@@ -285,7 +285,7 @@ async def test_a_check_tool_raising_keyboard_interrupt_is_a_tool_error(gw: Gatew
 
     step = CheckStep(tool="check_raise", args={"what": "KeyboardInterrupt"})
     with pytest.raises(ToolError, match="check tool 'check_raise' raised KeyboardInterrupt"):
-        gw.probe(gw.instance(), step, None)
+        await gw.probe(gw.instance(), step, None)
 
 
 # -- defect 5 (the gateway's part): arguments nested past the limit ----------------------------

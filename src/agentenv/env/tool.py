@@ -167,6 +167,9 @@ class Tool:
     """Where set, how the gateway checks arguments instead of `args_model` (remote tools:
     the server's JSON Schema): the values to call with, or `ArgumentsInvalid` saying why.
     `args_model` then accepts anything, so `fast_args()` is None."""
+    remote: bool = False
+    """Whether its work happens in a server process, outside our state: nothing it does can
+    be rolled back, so a trigger check may call it only if it is a read."""
     _fast: tuple[type[BaseModel], FastArgs | None] | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -196,7 +196,7 @@ class Firer:
             when = trigger.spec.when
             assert when.type == "state"
             try:
-                holds = self._check(inst, when.check, now)
+                holds = await self._check(inst, when.check, now)
             except Exception as exc:
                 engine.log(trigger.id, "eval_error", now, f"{type(exc).__name__}: {exc}")
                 continue
@@ -224,7 +224,7 @@ class Firer:
             await self.fire(inst, firing)
         self.ticker.schedule(inst)
 
-    def _check(
+    async def _check(
         self,
         inst: Instance,
         steps: list[CheckStep],
@@ -236,9 +236,8 @@ class Firer:
         bound: dict[str, Any] = {}
         for step in steps:
             args = render(step.args, scope or {"args": {}, "result": None}, bound)
-            value = extract(
-                self.gateway.probe(inst, step.model_copy(update={"args": args}), now), step.extract
-            )
+            probed = await self.gateway.probe(inst, step.model_copy(update={"args": args}), now)
+            value = extract(probed, step.extract)
             if step.bind is not None:
                 if value is MISSING or value in (None, "", []):
                     return False
@@ -339,7 +338,7 @@ class Firer:
                         result=firing.result,
                     )
                     await self._send_nl(inst, request, label)
-                    if action.verify is not None and not self._check(
+                    if action.verify is not None and not await self._check(
                         inst, action.verify, now, scope
                     ):
                         # As the protocol does: the executor gets one more try, told why.
@@ -347,7 +346,7 @@ class Firer:
                         again = replace(request, instruction=request.instruction + _RETRY)
                         await self._send_nl(inst, again, label)
                 if action.verify is not None:
-                    if not self._check(inst, action.verify, now, scope):
+                    if not await self._check(inst, action.verify, now, scope):
                         engine.log(trigger.id, "verify_failed", now, label, action_index=i)
                         raise _ActionFailed(f"{label}: verify did not hold")
                     engine.log(trigger.id, "verify_ok", now, label, action_index=i)

@@ -482,13 +482,26 @@ class Gateway(ToolLists, ControlPlane):
         ctx.spent += worker.spent
         return value, text, landed_at
 
-    def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:
-        """Run a read-only check step (trigger checks, verify); no writes, no record."""
+    async def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:
+        """Run a read-only check step (trigger checks, verify); no writes, no record.
+
+        A tool of ours runs inside a transaction that is always rolled back, and must be
+        sync (awaiting inside it would let other calls' writes in). A server's tool cannot
+        be rolled back, so only its reads may be probed; they are awaited, within the
+        tool's timeout."""
         tool = self._tool(inst, step.tool)
         if tool is None:
             raise ToolError(f"unknown tool {step.tool!r} in a check")
-        values = dict(tool.args_model.model_validate(step.args).__dict__)
         ctx = ToolContext(inst.state, now or datetime.now(UTC), SYSTEM, inst.id)
+        if tool.remote:
+            if tool.kind != "read":
+                raise ToolError(
+                    f"check tool {step.tool!r} is a server's write tool, which a check cannot "
+                    "roll back; checks call its read tools (readOnlyHint, or server.read_tools)"
+                )
+            values = tool.check_args(dict(step.args)) if tool.check_args else dict(step.args)
+            return await asyncio.wait_for(tool.invoke(ctx, values), tool.timeout)  # type: ignore[arg-type]
+        values = dict(tool.args_model.model_validate(step.args).__dict__)
         try:
             with inst.state.transaction():
                 try:

@@ -173,3 +173,59 @@ def test_instances_attach_and_detach(env: Environment) -> None:
     assert asyncio.run(go()).value == 3
     gateway.drop_instance("ep1")
     assert os.path.isdir(os.environ["AGENTENV_LOG_DIR"])
+
+
+def test_a_state_trigger_probes_the_servers_own_state(tmp_path: Path, monkeypatch) -> None:
+    """The counter lives only in the server: the state trigger reads it through its read
+    tool after each call, and fires once it holds."""
+    monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
+    doc = _doc(
+        tmp_path,
+        "counter.py",
+        "triggers:\n"
+        "  - id: enough\n"
+        "    when:\n"
+        "      type: state\n"
+        "      check: [{tool: count, extract: result.count, predicate: {equals: 3}}]\n"
+        "    actions: [{type: permission, role: agent, action: disable, tools: [bump]}]\n",
+    )
+    env = Environment.load(doc)
+    try:
+        gateway = Gateway(env)
+        agent = Principal("agent")
+
+        async def bumps() -> list[bool]:
+            return [(await gateway.call(agent, "bump", {})).ok for _ in range(4)]
+
+        assert asyncio.run(bumps()) == [True, True, True, False]
+        (info,) = gateway.triggers_state().triggers
+        assert info.status == "fired"
+        assert asyncio.run(gateway.call(agent, "count", {})).value == {"count": 3}
+    finally:
+        env.close()
+
+
+def test_a_check_may_not_call_a_servers_write_tool(tmp_path: Path, monkeypatch) -> None:
+    """A server's write cannot be rolled back, so a check naming one is an eval error (the
+    trigger stays armed) and the write never runs."""
+    monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
+    doc = _doc(
+        tmp_path,
+        "counter.py",
+        "triggers:\n"
+        "  - id: sneaky\n"
+        "    when: {type: state, check: [{tool: bump, predicate: {exists: true}}]}\n"
+        "    actions: [{type: permission, role: agent, action: disable, tools: [bump]}]\n",
+    )
+    env = Environment.load(doc)
+    try:
+        gateway = Gateway(env)
+        agent = Principal("agent")
+        assert asyncio.run(gateway.call(agent, "bump", {})).value == 1
+        state = gateway.triggers_state()
+        assert state.triggers[0].status == "armed"
+        (event,) = [e for e in state.events if e.event == "eval_error"]
+        assert "'bump' is a server's write tool" in (event.detail or "")
+        assert asyncio.run(gateway.call(agent, "count", {})).value == {"count": 1}
+    finally:
+        env.close()

@@ -117,6 +117,7 @@ def remote_tool(runtime: ServerRuntime, listing: ToolListing) -> Tool:
         source=f"server:{runtime.describe()}",
         hidden_by_default=hidden,
         check_args=check,
+        remote=True,
     )
 
 
