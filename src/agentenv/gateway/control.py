@@ -1,4 +1,4 @@
-"""The control plane of a gateway: clock, triggers, tool access, data plane, status.
+"""The control plane of a gateway: clock, triggers, tool access, status.
 
 Operations that are not tool calls: a harness (or a task step) sets the clock, registers
 triggers, changes who may call what, seeds data. They need an admin principal, take the
@@ -8,7 +8,6 @@ instance lock so they never interleave with a call, and are noted in the traject
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,16 +19,14 @@ from agentenv.gateway.clock import GET_TIME, ClockMode, ClockState
 from agentenv.gateway.errors import (
     DEFAULT_INSTANCE,
     ClockError,
-    DataError,
     Forbidden,
     GatewayError,
 )
 from agentenv.gateway.instance import Instance
-from agentenv.gateway.results import unsendable
 from agentenv.gateway.trigger_state import RegisterResult, TriggersState
 from agentenv.spec.triggers import TriggerRegistration
-from agentenv.spec.wire import DataPart, McpServerInfo, Part, RoleAccess, StepTool
-from agentenv.state import SEPARATOR, StateError
+from agentenv.spec.wire import McpServerInfo, RoleAccess, StepTool
+from agentenv.state import SEPARATOR
 
 if TYPE_CHECKING:
     from agentenv.gateway.firing import Firer
@@ -245,87 +242,6 @@ class ControlPlane:
             instances=len(self._instances),
         )
 
-    # -- data plane -------------------------------------------------------------------------
-
-    async def data_reset(
-        self, principal: Principal, *, instance: str = DEFAULT_INSTANCE, namespace: str = ""
-    ) -> None:
-        """`data/reset`: empty every collection and drop stored text and file parts.
-
-        With a child's `namespace` (`email__`), only that child's collections and parts."""
-        self._control(principal)
-        inst = self.instance(instance)
-        async with inst.lock:
-            if namespace:
-                for coll in inst.state.collections:
-                    if coll.startswith(namespace):
-                        inst.state.clear(coll)
-                _child_parts(inst, namespace).clear()
-            else:
-                inst.state.clear()
-                inst.parts.clear()
-                inst.metadata.pop(_CHILD_PARTS, None)
-            self._note(inst, principal, "data_reset", namespace or None)
-
-    async def data_add(
-        self,
-        principal: Principal,
-        parts: Iterable[Part],
-        *,
-        instance: str = DEFAULT_INSTANCE,
-        namespace: str = "",
-    ) -> int:
-        """`data/add`: data parts upsert records (`{collection: [records]}`); text and file
-        parts are kept as they are. All or nothing. Returns the number of records written.
-
-        With a child's `namespace`, collections are named as the child names them."""
-        self._control(principal)
-        inst = self.instance(instance)
-        parts = list(parts)
-        written = 0
-        async with inst.lock:
-            try:
-                with inst.state.transaction():
-                    for i, part in enumerate(parts):
-                        if not isinstance(part, DataPart):
-                            continue
-                        for coll, rows in part.data.items():
-                            where = f"parts[{i}].data.{coll}"
-                            if namespace + coll not in inst.state.collections:
-                                raise DataError(f"{where}: unknown collection {coll!r}")
-                            if not isinstance(rows, list):
-                                rows = [rows]
-                            # A record tools could never return is refused on arrival,
-                            # not found out call by call as invalid results.
-                            bad = unsendable(rows, where)
-                            if bad is not None:
-                                raise DataError(bad)
-                            for j, row in enumerate(rows):
-                                try:
-                                    inst.state.put(namespace + coll, row)
-                                except StateError as exc:
-                                    raise DataError(f"{where}[{j}]: {exc}") from None
-                                written += 1
-            except DataError:
-                raise
-            kept = inst.parts if not namespace else _child_parts(inst, namespace)
-            kept.extend(p for p in parts if not isinstance(p, DataPart))
-            where = f" ({namespace.removesuffix(SEPARATOR)})" if namespace else ""
-            self._note(inst, principal, "data_add", f"{written} records, {len(parts)} parts{where}")
-            return written
-
-    def data_get(self, instance: str = DEFAULT_INSTANCE, *, namespace: str = "") -> list[Part]:
-        """`data/get`: one data part with every collection's records, then stored parts.
-
-        With a child's `namespace`: that child's collections, named as the child names them,
-        and the parts added through its own data plane."""
-        inst = self.instance(instance)
-        records = inst.state.committed().to_dict()
-        if not namespace:
-            return [DataPart(kind="data", data=records), *inst.parts]
-        own = {c[len(namespace) :]: rows for c, rows in records.items() if c.startswith(namespace)}
-        return [DataPart(kind="data", data=own), *_child_parts(inst, namespace)]
-
     def record_message(
         self,
         principal: Principal,
@@ -366,15 +282,6 @@ class ControlPlane:
             state_hash=inst.state.hash(),
             changelog_id=inst.state.changes,
         )
-
-
-_CHILD_PARTS = "agentenv.child_parts"  # Instance.metadata key: namespace -> stored parts
-
-
-def _child_parts(inst: Instance, namespace: str) -> list[Part]:
-    """The text and file parts added through one composed child's data plane."""
-    table: dict[str, list[Part]] = inst.metadata.setdefault(_CHILD_PARTS, {})
-    return table.setdefault(namespace, [])
 
 
 def _step_tool(tool: Tool) -> StepTool:

@@ -64,6 +64,7 @@ from agentenv.gateway.access import DEFAULT_ROLE
 from agentenv.gateway.arguments import argument_errors, too_deep
 from agentenv.gateway.clock import GET_TIME
 from agentenv.gateway.control import ControlPlane
+from agentenv.gateway.data_plane import DataPlane
 from agentenv.gateway.errors import (
     DEFAULT_INSTANCE,
     GatewayError,
@@ -96,7 +97,7 @@ class _Problem:
     message: str
 
 
-class Gateway(ToolLists, ControlPlane):
+class Gateway(ToolLists, ControlPlane, DataPlane):
     """Serves one environment to many callers and many instances, through `call`."""
 
     def __init__(

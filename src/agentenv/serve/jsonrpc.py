@@ -83,7 +83,7 @@ async def _one(
             await gateway.data_add(principal, parsed.parts, instance=instance, namespace=namespace)
             result = {}
         elif request.method == "data/get":
-            parts = gateway.data_get(instance, namespace=namespace)
+            parts = await gateway.data_fetch(instance, namespace=namespace)
             result = {"parts": [p.model_dump(by_alias=True, exclude_none=True) for p in parts]}
         else:
             message = f"method not found: {request.method!r}"

@@ -1,22 +1,39 @@
 """A tiny upstream-style environment folder: written with upstream's protocol SDK, served on
-MCP_HOST / MCP_PORT (the test runs it with .venv-upstream's python). It keeps no data, but
-answers the data plane (data/reset, data/get) as an environment with data would, and takes
-the gateway's virtual clock the way upstream's servers do (the clock extension's sync_time,
-then GET env_get_time_url)."""
+MCP_HOST / MCP_PORT (the test runs it with .venv-upstream's python). It keeps notes, which
+its data plane serves (data/reset, data/add, data/get) as upstream's servers do, and takes
+the gateway's virtual clock the way they do (the clock extension's sync_time, then GET
+env_get_time_url)."""
 
 import httpx
 from agentenv_protocol import AgentEnvEnvironment, environment_card, extension, tool
-from agentenv_protocol.agent_env_environment import get_data, reset_data
+from agentenv_protocol.agent_env_environment import add_data, get_data, reset_data
+from agentenv_protocol.types import DataPart
 
 
 @environment_card(name="upstream-folder")
 class FolderEnv(AgentEnvEnvironment):
     env_get_time_url = None
 
-    @tool(name="reverse")
+    def __init__(self) -> None:
+        self.notes: list[dict] = []
+        super().__init__()
+
+    @tool(name="reverse", annotations={"readOnlyHint": True})
     def reverse(self, text: str) -> str:
         """Return the text backwards."""
         return text[::-1]
+
+    @tool(name="add_note")
+    def add_note(self, text: str) -> dict:
+        """Keep a note; the note with its id."""
+        note = {"id": f"n{len(self.notes) + 1}", "text": text}
+        self.notes.append(note)
+        return note
+
+    @tool(name="list_notes", annotations={"readOnlyHint": True})
+    def list_notes(self) -> dict:
+        """Every note."""
+        return {"notes": self.notes}
 
     @tool(name="what_time")
     def what_time(self) -> str:
@@ -36,12 +53,23 @@ class FolderEnv(AgentEnvEnvironment):
 
     @reset_data
     def forget(self) -> None:
-        """Nothing to forget."""
+        """Drop every note."""
+        self.notes.clear()
+
+    @add_data
+    def load(self, parts: list) -> None:
+        """Notes from data parts ({"notes": [...]})."""
+        for part in parts:
+            if part.kind == "data":
+                notes = part.data.get("notes", [])
+                if not isinstance(notes, list):
+                    raise ValueError("notes must be a list of notes")
+                self.notes.extend(notes)
 
     @get_data
     def export(self) -> list:
-        """No data parts."""
-        return []
+        """The notes, as one data part."""
+        return [DataPart(data={"notes": self.notes})]
 
 
 if __name__ == "__main__":
