@@ -13,7 +13,9 @@ and over Streamable HTTP (a process of its own on a free loopback port).
    the SDK session) against `ClientSession.call_tool` on a session of our own to the same
    kind of child (stdio: another process of the same script; HTTP: the same process), one
    caller (the default gateway mode) and 8 concurrent ones (the gateway in `performance`
-   mode, where calls on one instance may overlap, as they do on one SDK session);
+   mode, where calls on one instance may overlap, as they do on one SDK session); and
+   `Gateway.call` made from a coroutine on the children's loop (`gateway on loop`), which
+   is how `agent-env serve` calls it, with no hop between threads;
 2. over the wire: the SDK client calling `agent-env serve`'s /mcp, which fronts the child,
    against the SDK client calling the child itself: what a remote agent sees (for a stdio
    child that adds an HTTP hop the direct client does not make);
@@ -78,6 +80,8 @@ class Target:
     name: str
     call: Call
     pids: Callable[[], list[int]]
+    on_children_loop: bool = False
+    """Call from the children's loop, as `agent-env serve` does (no hop between threads)."""
 
 
 @dataclass
@@ -100,6 +104,11 @@ def cpu_of(pids: list[int]) -> float | None:
 
 async def measure(target: Target, calls: int, clients: int) -> Figure:
     """`calls` calls from `clients` concurrent callers, after a warm-up."""
+    if target.on_children_loop:
+        from agentenv.env.servers import loop
+
+        if not loop.on_children_loop():
+            return await loop.call(measure(target, calls, clients))
     for i in range(WARMUP):
         if not await target.call(i):
             raise RuntimeError(f"{target.name}: the warm-up call failed")
@@ -336,6 +345,9 @@ async def calls_section(
             stack.callback(ours.close)
             pids = ours.pids if kind == "stdio" else [http_child.pid]
             targets[label] = Target(label, ours.call_on(), lambda pids=pids: pids)
+            if mode is None:
+                on_loop = f"{kind} gateway on loop"
+                targets[on_loop] = Target(on_loop, ours.call_on(), lambda p=pids: p, True)
         if opts.wire and f"{kind} gateway" in targets:
             serve = ServerProcess(
                 f"serve {kind}",
@@ -393,6 +405,7 @@ def report_calls(
         for clients, label, what in (
             (1, f"{kind} seam", "our McpChild via the children's loop, no gateway / SDK"),
             (1, f"{kind} gateway", "Gateway.call / ClientSession.call_tool, 1 caller"),
+            (1, f"{kind} gateway on loop", "the same, called on the children's loop (as serve)"),
             (opts.clients, f"{kind} gateway perf", f"the same, {opts.clients} callers"),
             (1, f"{kind} via serve", "SDK client -> agent-env serve -> child / SDK -> child"),
         ):

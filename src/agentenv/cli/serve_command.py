@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from agentenv.cli._common import close_env, console, fail, load_env, parse_headers, url_env
 from agentenv.env import Environment
+from agentenv.env.servers import loop as children_loop
 from agentenv.gateway import Gateway, GatewayError
 from agentenv.gateway.auth import Authenticator, is_loopback, parse_tokens
 from agentenv.serve._http import DEFAULT_MAX_BODY
@@ -177,7 +178,14 @@ def _serve(
     server = make_server(
         gateway, host=host, port=port, tokens=tokens, max_body=max_body, log_level=log_level
     )
-    server.run()
+    if not env.runtimes():
+        server.run()
+        return
+    # Server children live on the children's loop: serving from that loop too spares every
+    # call a hop between threads (loop.py). Ctrl-C asks uvicorn to stop, as its own would.
+    children_loop.run_main(
+        server.serve(), on_interrupt=lambda: setattr(server, "should_exit", True)
+    )
 
 
 def auth_mode(host: str, tokens: dict[str, str]) -> str:
@@ -201,7 +209,10 @@ def _serve_stdio(env: Environment, options: dict[str, Any]) -> None:
     auth = Authenticator(default_role=env.default_role)
     adapter = McpAdapter(gateway, auth)
     freeze_long_lived()  # as make_server does: the seed data costs the cyclic GC nothing
-    anyio.run(adapter.run_stdio)
+    if env.runtimes():
+        children_loop.run_main(adapter.run_stdio())  # no hop per call (see above)
+    else:
+        anyio.run(adapter.run_stdio)
 
 
 def _send_nl_over_a2a(

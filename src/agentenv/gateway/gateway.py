@@ -432,7 +432,9 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
     async def _invoke(self, tool: Tool, ctx: ToolContext, values: dict[str, Any]) -> Any:
         if tool.is_async:
             pending = tool.invoke(ctx, values)
-            if tool.timeout:  # a task of its own: what it raises must not reach the loop
+            # A task of its own: what it raises must not reach the loop. A server's tool
+            # keeps its own time (the runtime's call raises TimeoutError the same way).
+            if tool.timeout and not tool.remote:
                 return await asyncio.wait_for(contained(pending), tool.timeout)
             return await pending
         if not tool.blocking:

@@ -3,9 +3,12 @@
 MCP sessions (anyio streams, subprocess pipes) belong to the loop that opened them. Our
 callers run on many loops (uvicorn's, a rollout's, a test's, none at all while a document
 loads), so every child lives on this one loop, in a daemon thread started on first use, and
-callers reach it with `run` (from sync code) or `call` (from any other loop). The hop costs
-a few tens of microseconds against a server round trip of hundreds. Children are closed
-when the interpreter exits (`atexit`), so no server process outlives us.
+callers reach it with `run` (from sync code) or `call` (from any other loop). The hop
+between threads costs about 0.2 ms a call when idle and up to 0.7 ms against a busy stdio
+child (measured by benchmarks/bench_process.py), so a program whose main work is calling
+children runs its main coroutine *on* this loop with `run_main` (`agent-env serve` does),
+and its calls need no hop at all. Children are closed when the interpreter exits
+(`atexit`), so no server process outlives us.
 """
 
 from __future__ import annotations
@@ -74,6 +77,35 @@ async def call(coro: Coroutine[Any, Any, T]) -> T:
     if on_children_loop():
         return await coro
     return await asyncio.wrap_future(submit(coro))
+
+
+def run_main(coro: Coroutine[Any, Any, T], *, on_interrupt: Callable[[], None] | None = None) -> T:
+    """Run a program's main coroutine on the children's loop and wait for it, from the
+    main thread (what `asyncio.run` is to an ordinary program). Ctrl-C calls
+    `on_interrupt` (a graceful stop: a server's `should_exit`) and goes on waiting; without
+    one, or at a second Ctrl-C, the coroutine is cancelled and KeyboardInterrupt raised
+    once it has ended. Signal handlers belong to the main thread, so the coroutine must not
+    install any."""
+    finished = threading.Event()
+
+    async def main() -> T:
+        try:
+            return await coro
+        finally:
+            finished.set()
+
+    future = submit(main())
+    while True:
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt()
+                on_interrupt = None
+                continue
+            future.cancel()
+            finished.wait(30)
+            raise
 
 
 def at_exit(closer: Callable[[], Awaitable[None]]) -> None:

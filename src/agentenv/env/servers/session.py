@@ -152,10 +152,8 @@ class McpChild(Child):
         if _closed(session):  # the process ended since the last request: never sent
             raise self._gone(f"the server had stopped before {name!r}", reached=False)
         try:
-            result = await asyncio.wait_for(
-                session.call_tool(name, arguments, meta=meta),  # type: ignore[arg-type]
-                timeout,
-            )
+            async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for
+                result = await session.call_tool(name, arguments, meta=meta)  # type: ignore[arg-type]
         except TimeoutError:
             raise
         except _BROKEN as exc:
