@@ -531,3 +531,25 @@ def test_role_check_catches_a_list_that_disagrees_with_the_door(
     roles = _violations(report, "delete_note")["role"]
     assert {v.call.role for v in roles} == {"writer", "reader"}
     assert "refused" in roles[0].message
+
+
+def test_a_process_environment_is_checked_with_its_workspace_paths_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each fresh instance of a process environment runs in its own workspace folder, so
+    a tool that names it answers differently per process; that is not nondeterminism."""
+    import sys
+
+    monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
+    server = Path(__file__).parents[1] / "env" / "servers" / "servers" / "counter.py"
+    (tmp_path / "env.yaml").write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\nname: counter\n"
+        f"server: {{command: [{sys.executable}, {server}], pool: 2}}\n"
+    )
+    env = Environment.load(tmp_path / "env.yaml")
+    try:
+        report = check_environment(env, calls_per_tool=2, tools=["where", "count"])
+    finally:
+        env.close()
+    assert report.passed, [v.message for t in report.tools for v in t.violations]
+    assert report.summary.ok >= 4

@@ -14,6 +14,9 @@ from agentenv.cli._common import console, err_console, fail, load_env
 from agentenv.synth.check import DEFAULT_CALLS, CheckError, CheckReport, check_environment
 
 _SHOWN_PER_TOOL = 5
+PROCESS_ENV_CALLS = 5
+"""Generated calls per tool on a process environment unless --calls says otherwise: each
+call that reaches the server needs a fresh server process (about a second each here)."""
 _HEADERS = {"invalid_arguments": "invalid args", "tool_error": "tool error"}
 
 
@@ -21,8 +24,15 @@ def check(
     path: Annotated[Path, typer.Argument(help="Environment document, or the folder holding it.")],
     seed: Annotated[int, typer.Option("--seed", "-s", help="Seed of the generated calls.")] = 0,
     calls: Annotated[
-        int, typer.Option("--calls", "-n", help="Generated calls per tool (1-10000).")
-    ] = DEFAULT_CALLS,
+        int | None,
+        typer.Option(
+            "--calls",
+            "-n",
+            help=f"Generated calls per tool (1-10000; default {DEFAULT_CALLS}, "
+            f"{PROCESS_ENV_CALLS} on a process environment).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     role: Annotated[
         list[str] | None,
@@ -37,6 +47,8 @@ def check(
     should keep. Exits 1 on a violation; each comes with an `agent-env call` line that
     reproduces it."""
     env = load_env(path)
+    if calls is None:
+        calls = PROCESS_ENV_CALLS if env.runtimes() else DEFAULT_CALLS
     status = None
     if not as_json and err_console.is_terminal:
         status = err_console.status("checking…")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenv.env import SYSTEM, Environment, Principal, Tool
+from agentenv.env.servers.stdio import mask_workspaces
 from agentenv.gateway import CallResult, Gateway, GatewayError
 from agentenv.state import State, diff
 from agentenv.synth._values import (
@@ -367,8 +368,10 @@ class _Checker:
 
 
 def _difference(a: _Run, b: _Run) -> str | None:
-    """How two runs of the same call differ, or None."""
-    if a.outcome != b.outcome or (a.result and b.result and a.result.text != b.result.text):
+    """How two runs of the same call differ, or None. A server's workspace folder path is
+    masked first: each fresh instance of a process environment has its own."""
+    texts = [mask_workspaces(r.result.text) if r.result else None for r in (a, b)]
+    if mask_workspaces(a.outcome) != mask_workspaces(b.outcome) or texts[0] != texts[1]:
         left = a.result.text if a.result else a.outcome
         right = b.result.text if b.result else b.outcome
         return f"different results: {_short(left, 120)!r} vs {_short(right, 120)!r}"

@@ -229,3 +229,56 @@ def test_a_check_may_not_call_a_servers_write_tool(tmp_path: Path, monkeypatch) 
         assert asyncio.run(gateway.call(agent, "count", {})).value == {"count": 1}
     finally:
         env.close()
+
+
+def test_an_instance_id_made_again_at_once_gets_a_live_child_each_time(env: Environment) -> None:
+    """Dropping an instance releases its child later, on the children's loop; an instance
+    made again under the same id (agent-env check does so call after call) must not have
+    its new child taken by that release."""
+    gateway = Gateway(env)
+
+    async def rounds() -> list[bool]:
+        out = []
+        for _ in range(4):
+            gateway.create_instance("again")
+            out.append(
+                (
+                    await gateway.call(
+                        Principal("agent"), "add", {"a": 1, "b": 2}, instance="again"
+                    )
+                ).ok
+            )
+            gateway.drop_instance("again")
+        return out
+
+    assert asyncio.run(rounds()) == [True] * 4
+
+
+def test_a_child_sent_nothing_goes_back_to_the_pool(env: Environment) -> None:
+    """An instance whose calls the gateway refused never reached its server: its process is
+    as clean as a fresh one, so it serves the next instance instead of being stopped."""
+    gateway = Gateway(env)
+    runtime = env.server
+    assert runtime is not None
+
+    async def refused_rounds() -> None:
+        for i in range(5):
+            gateway.create_instance(f"r{i}")
+            bad = await gateway.call(Principal("agent"), "add", {"a": "x"}, instance=f"r{i}")
+            assert bad.error is not None and bad.error.kind == "invalid_arguments"
+            gateway.drop_instance(f"r{i}")
+        await asyncio.sleep(0.5)  # the releases run on the children's loop
+
+    asyncio.run(refused_rounds())
+    started_before = runtime.stats()["started"]
+    asyncio.run(refused_rounds())
+    assert runtime.stats()["started"] == started_before  # no process was spent
+
+    async def used() -> None:
+        gateway.create_instance("used")
+        assert (await gateway.call(Principal("agent"), "add", {"a": 1, "b": 1}, instance="used")).ok
+        gateway.drop_instance("used")
+        await asyncio.sleep(0.5)
+
+    asyncio.run(used())
+    assert runtime.stats()["started"] > started_before  # a used one is stopped and replaced

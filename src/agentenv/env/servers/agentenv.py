@@ -50,6 +50,7 @@ class AgentEnvChild(McpChild):
         URL, the method and the server's error code and message when it answers an error."""
         if self.data_url is None:
             raise ServerError(f"{self.label} has no data plane")
+        self.used = self.used or method != "data/get"
         body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params or {}}
         try:
             async with httpx2.AsyncClient(headers=self.headers or {}, timeout=120) as client:
@@ -202,6 +203,7 @@ async def invoke_extension(
     body); the parsed JSON answer. ServerError naming the URL on a missing extension or
     method, or an answer of 400 and up."""
     card = child.card or {}
+    child.used = True  # an extension may change the server (the clock's sync_time does)
     ext = find_extension(card, uri)
     if ext is None:
         raise ServerError(f"{child.label}: the card has no extension {uri}")

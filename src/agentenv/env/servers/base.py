@@ -81,6 +81,10 @@ class Child(ABC):
     extra: dict[str, Any] = field(default_factory=dict)
     clock_url: str | None = None
     """The `env_get_time_url` this child was synced with (clock.py), once it was."""
+    used: bool = False
+    """Whether anything that could change the server was sent to it (a tool call, a data
+    request, a clock sync): an unused child is as clean as a fresh one, so a `process`
+    pool may hand it to the next instance instead of stopping it."""
 
     @property
     def has_data_plane(self) -> bool:

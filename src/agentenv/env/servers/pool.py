@@ -7,7 +7,10 @@ Design:
   in its workspace, open handles); nothing outside can prove it clean again, so reuse would
   leak one episode into the next. Isolation is bought with a fresh process, and the warm pool
   makes it cheap: `size` children are started ahead, so `acquire` only takes one that is
-  already initialised (milliseconds) and starts a replacement in the background.
+  already initialised (milliseconds) and starts a replacement in the background. The one
+  exception: a child that was sent nothing that could change it (no tool call, data
+  request or clock sync: `Child.used`) is as clean as a fresh one, and goes back idle (an
+  instance whose every call was refused by the gateway costs no process).
 - `reset`: children are reused one instance after another; on release the child's data
   plane is emptied (`data/reset`) and seeded (`data/add` of `seed_parts`) before it goes back
   idle. A child without a data plane cannot be reset, so it is refused at its first start.
@@ -123,6 +126,11 @@ class ChildPool:
         back idle (or stops it if the reset fails), `shared` does nothing."""
         child = self._owned.pop(instance_id, None)
         if child is None or self.isolation == "shared":
+            return
+        unused = self.isolation == "process" and not (child.used or self._closed)
+        if unused and child.alive and len(self._idle) < self.size:
+            self._idle.append(child)
+            self._freed.set()
             return
         if self.isolation == "process" or self._closed or not child.alive:
             await child.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 from concurrent.futures import Future
 from pathlib import Path
@@ -40,6 +41,8 @@ from agentenv.env.servers.mirror import parts_of
 from agentenv.env.servers.pool import ChildPool
 from agentenv.env.servers.registry import backend_for
 from agentenv.spec.server import ServerSpec
+
+_keys = itertools.count(1)
 
 DEFAULT_INSTANCE = "default"
 """The instance the discovery child serves (the gateway's own default instance)."""
@@ -93,6 +96,8 @@ class ServerRuntime:
         self._pending: dict[str, Future[Any]] = {}
         self._clocks: dict[str, clock.ClockSource] = {}
         self._clock_urls: dict[str, tuple[str, str]] = {}
+        self._keys: dict[str, str] = {}
+        """Instance id -> its key in the pool (see `attach`); inside, everything is by key."""
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -145,11 +150,18 @@ class ServerRuntime:
         `clock_source` reads the instance's virtual time, for children that take it."""
         count = self._attached.get(instance_id, 0)
         self._attached[instance_id] = count + 1
+        if count:
+            return
+        # Each attachment is its own key in the pool: an id dropped and made again at once
+        # (agent-env check does it call after call) must not meet its predecessor's release,
+        # which runs later on the children's loop.
+        key = instance_id if instance_id == DEFAULT_INSTANCE else f"{instance_id}#{next(_keys)}"
+        self._keys[instance_id] = key
         if clock_source is not None:
-            self._clocks[instance_id] = clock_source
-        if count or self._closed or instance_id == DEFAULT_INSTANCE:
+            self._clocks[key] = clock_source
+        if self._closed or instance_id == DEFAULT_INSTANCE:
             return  # the default instance has the discovery child already
-        self._pending[instance_id] = loop.submit(self._acquire(instance_id))
+        self._pending[key] = loop.submit(self._acquire(key))
 
     def detach(self, instance_id: str) -> None:
         """An instance ends: its child goes back to the pool (or is stopped)."""
@@ -158,14 +170,15 @@ class ServerRuntime:
             self._attached[instance_id] = count - 1
             return
         self._attached.pop(instance_id, None)
-        self._clocks.pop(instance_id, None)
-        url = self._clock_urls.pop(instance_id, None)
+        key = self._keys.pop(instance_id, instance_id)
+        self._clocks.pop(key, None)
+        url = self._clock_urls.pop(key, None)
         if url is not None:
             clock.SERVICE.forget(url[1])
-        pending = self._pending.pop(instance_id, None)
+        pending = self._pending.pop(key, None)
         if self._closed or instance_id == DEFAULT_INSTANCE:
             return
-        loop.submit(self._release(instance_id, pending))
+        loop.submit(self._release(key, pending))
 
     async def _acquire(self, instance_id: str) -> Child:
         return await self.pool.acquire(instance_id)
@@ -213,7 +226,8 @@ class ServerRuntime:
     ) -> ToolAnswer:
         """`tools/call` on the instance's child, from any loop. ChildGone (a ServerError)
         when the child died with the call; TimeoutError past `timeout`."""
-        return await loop.call(self._call(instance_id, name, args, meta, timeout))
+        key = self._keys.get(instance_id, instance_id)
+        return await loop.call(self._call(key, name, args, meta, timeout))
 
     async def _child(self, instance_id: str) -> Child:
         if self._closed:
@@ -283,7 +297,8 @@ class ServerRuntime:
     ) -> Any:
         """A data-plane request (`data/reset`, `data/add`, `data/get`) to the instance's
         child, from any loop; ServerError when it has none or refuses."""
-        return await loop.call(self._data(instance_id, method, params))
+        key = self._keys.get(instance_id, instance_id)
+        return await loop.call(self._data(key, method, params))
 
     async def _data(self, instance_id: str, method: str, params: dict[str, Any] | None) -> Any:
         child = await self._child(instance_id)

@@ -151,6 +151,7 @@ class McpChild(Child):
         session = self._session()
         if _closed(session):  # the process ended since the last request: never sent
             raise self._gone(f"the server had stopped before {name!r}", reached=False)
+        self.used = True
         try:
             async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for
                 result = await session.call_tool(name, arguments, meta=meta)  # type: ignore[arg-type]

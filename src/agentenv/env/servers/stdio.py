@@ -24,6 +24,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from agentenv.env.servers.base import ServerBackend, ServerError
 from agentenv.env.servers.session import McpChild
 
+WORKSPACE_PREFIX = "agentenv-ws-"
+"""How each server process's workspace folder is named (in the system's temporary folder)."""
+_WORKSPACE_PATH = re.compile(
+    re.escape(tempfile.gettempdir()) + "/" + WORKSPACE_PREFIX + r"[a-z0-9_]+"
+)
+
 _INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM", "USER", "SHELL", "TZ")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -35,6 +41,12 @@ def expand(text: str, workspace: Path | None) -> str:
     return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), ""), text)
 
 
+def mask_workspaces(text: str) -> str:
+    """`text` with every server workspace path as `{workspace}`: two processes of one
+    environment answer alike but for their folder's random name, which this hides."""
+    return _WORKSPACE_PATH.sub("{workspace}", text)
+
+
 def make_workspace(
     spec_workspace: str | None,
     base: Path,
@@ -44,7 +56,7 @@ def make_workspace(
     """A fresh folder for one process: a copy of the document's `workspace` (or empty),
     then the `prepare` commands run in it with the variables the server gets (`env`: the
     document's, on the minimal inherited set). ServerError naming the command that failed."""
-    folder = Path(tempfile.mkdtemp(prefix="agentenv-ws-"))
+    folder = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX))
     try:
         if spec_workspace:
             source = (base / spec_workspace).resolve()

@@ -1,5 +1,7 @@
 """A small stateful MCP server for trigger tests: a counter that only it keeps."""
 
+import os
+
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
@@ -19,6 +21,12 @@ def bump() -> int:
 def count() -> dict[str, int]:
     """The counter."""
     return {"count": _count}
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def where() -> str:
+    """The folder this server runs in (its workspace)."""
+    return f"I run in {os.getcwd()}"
 
 
 if __name__ == "__main__":
