@@ -11,6 +11,7 @@ from agentenv.cli.check_command import check
 from agentenv.cli.cli_command import cli
 from agentenv.cli.rollout_command import export, report, rollout
 from agentenv.cli.run_command import run, task_app
+from agentenv.cli.sandbox_command import sandbox_app
 from agentenv.cli.serve_command import serve
 from agentenv.cli.synth_command import graph, synth_app
 from agentenv.cli.synth_sqlite_command import synth_env
@@ -55,6 +56,7 @@ app.add_typer(synth_app, name="synth")
 app.command()(run)
 app.add_typer(task_app, name="task")
 app.add_typer(agent_app, name="agent")
+app.add_typer(sandbox_app, name="sandbox")
 
 
 def main() -> None:

@@ -1,0 +1,95 @@
+"""The `local` sandbox: a subprocess in a private work folder, within rlimits.
+
+Commands run on this machine as this user, in a fresh temporary folder, with a minimal
+environment (PATH, LANG, HOME = the workspace; nothing of ours), rlimits on CPU time,
+address space, processes and file size, a wall-clock timeout that kills the whole process
+group, and output kept up to a cap. It is a work folder, not a wall: a command can still
+read the host's files and reach the network. Use `bwrap` where that matters.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from agentenv.sandbox._process import base_env, run_limited
+from agentenv.sandbox.base import (
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxLimits,
+    SandboxProvider,
+    inside,
+)
+
+
+def fresh_workspace(seed: str | Path | None) -> Path:
+    """A new private folder, holding a copy of `seed` when given one."""
+    folder = Path(tempfile.mkdtemp(prefix="agentenv-sandbox-"))
+    if seed is not None:
+        source = Path(seed)
+        if not source.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            raise SandboxError(f"workspace {str(seed)!r}: no such folder")
+        shutil.copytree(source, folder, symlinks=True, dirs_exist_ok=True)
+    return folder
+
+
+def argv_of(command: Sequence[str] | str) -> list[str]:
+    """An argv list; a string is run by `sh -c`."""
+    if isinstance(command, str):
+        return ["/bin/sh", "-c", command]
+    argv = list(command)
+    if not argv:
+        raise SandboxError("an empty command")
+    return argv
+
+
+class LocalSandbox(Sandbox):
+    """A work folder on this machine."""
+
+    @property
+    def workdir(self) -> str:
+        """The workspace folder itself."""
+        return str(self.workspace)
+
+    async def exec(
+        self,
+        command: Sequence[str] | str,
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: str | bytes | None = None,
+    ) -> ExecResult:
+        """Run a command in the work folder (see `Sandbox.exec`)."""
+        self._check_live()
+        folder = inside(self.workspace, cwd or ".")
+        return await run_limited(
+            argv_of(command),
+            cwd=str(folder),
+            env=base_env(str(self.workspace), env),
+            limits=self.limits,
+            timeout=timeout,
+            stdin=stdin,
+        )
+
+
+class LocalProvider(SandboxProvider):
+    """`local`: a subprocess in a private work folder, with rlimits and output caps."""
+
+    name = "local"
+
+    def create(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        workspace: str | Path | None = None,
+        network: bool = False,
+    ) -> LocalSandbox:
+        """A fresh work folder (a copy of `workspace`). `network` is not enforced here."""
+        return LocalSandbox(
+            self.name, fresh_workspace(workspace), limits or SandboxLimits(), network
+        )
