@@ -1,6 +1,11 @@
-"""Running one command as a child process within `SandboxLimits`: rlimits set in the child
-before it executes, its own session (so a timeout kills the whole process group, children
-included), output read up to a cap while the rest is drained and dropped."""
+"""Running one command as a child process within `SandboxLimits`: rlimits set before it
+executes, its own session (so a timeout kills the whole process group, children included),
+output read up to a cap while the rest is drained and dropped.
+
+The rlimits are set by util-linux's `prlimit` in front of the command (it sets them, then
+execs the command) where it is installed, as on every Debian: a `preexec_fn` would do the
+same but makes Python fork the whole interpreter instead of spawning, which measured about
+5 ms more per command here. Without `prlimit`, `preexec_fn` it is."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import resource
+import shutil
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -26,6 +32,20 @@ def base_env(home: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     """The variables a command gets: a minimal set (PATH, LANG, HOME) plus `extra`; nothing
     of ours leaks in (no tokens, no virtualenv)."""
     return {**_BASE_ENV, "HOME": home, "TMPDIR": "/tmp", **(extra or {})}
+
+
+def _prlimit_args(limits: SandboxLimits) -> list[str]:
+    """`prlimit` and its options for these limits (soft = hard)."""
+    program = shutil.which("prlimit")
+    assert program is not None
+    values = {
+        "--cpu": limits.cpu_seconds,
+        "--as": limits.memory_mb * _MB,
+        "--nproc": limits.processes,
+        "--fsize": limits.file_size_mb * _MB,
+        "--core": 0,
+    }
+    return [program, *(f"{flag}={v}:{v}" for flag, v in values.items()), "--"]
 
 
 def _limiter(limits: SandboxLimits) -> object:
@@ -78,6 +98,11 @@ async def run_limited(
     """Run `argv` within `limits`; a timeout kills its process group (exit_code None)."""
     began = time.perf_counter()
     data = stdin.encode() if isinstance(stdin, str) else stdin
+    spawn: dict[str, object] = {}
+    if shutil.which("prlimit") is not None:
+        argv = [*_prlimit_args(limits), *argv]
+    else:
+        spawn["preexec_fn"] = _limiter(limits)
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -87,7 +112,7 @@ async def run_limited(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_limiter(limits),  # type: ignore[arg-type]
+            **spawn,  # type: ignore[arg-type]
         )
     except (OSError, ValueError) as exc:
         raise SandboxError(f"cannot start {argv[0]!r}: {exc}") from None

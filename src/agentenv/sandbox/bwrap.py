@@ -71,10 +71,11 @@ class BwrapSandbox(Sandbox):
         """Run a command inside bubblewrap (see `Sandbox.exec`)."""
         self._check_live()
         folder = inside(self.workspace, cwd or ".")
+        variables = base_env(str(self.workspace), env)
         return await run_limited(
-            self._wrap(argv_of(command), str(folder)),
+            self._wrap(argv_of(command, folder, variables["PATH"]), str(folder)),
             cwd=str(self.workspace),
-            env=base_env(str(self.workspace), env),
+            env=variables,
             limits=self.limits,
             timeout=timeout,
             stdin=stdin,

@@ -37,13 +37,18 @@ def fresh_workspace(seed: str | Path | None) -> Path:
     return folder
 
 
-def argv_of(command: Sequence[str] | str) -> list[str]:
-    """An argv list; a string is run by `sh -c`."""
+def argv_of(command: Sequence[str] | str, cwd: Path, path: str) -> list[str]:
+    """An argv list (a string is run by `sh -c`) whose program exists: on `path` (the
+    command's PATH), or as a file relative to `cwd`; SandboxError otherwise."""
     if isinstance(command, str):
         return ["/bin/sh", "-c", command]
     argv = list(command)
     if not argv:
         raise SandboxError("an empty command")
+    program = argv[0]
+    found = (cwd / program).is_file() if "/" in program else shutil.which(program, path=path)
+    if not found:
+        raise SandboxError(f"cannot start {program!r}: no such program")
     return argv
 
 
@@ -67,10 +72,11 @@ class LocalSandbox(Sandbox):
         """Run a command in the work folder (see `Sandbox.exec`)."""
         self._check_live()
         folder = inside(self.workspace, cwd or ".")
+        variables = base_env(str(self.workspace), env)
         return await run_limited(
-            argv_of(command),
+            argv_of(command, folder, variables["PATH"]),
             cwd=str(folder),
-            env=base_env(str(self.workspace), env),
+            env=variables,
             limits=self.limits,
             timeout=timeout,
             stdin=stdin,
