@@ -44,6 +44,9 @@ def test_the_oracle_passes_every_task_of_the_upstream_style_bundle(tmp_path: Pat
     result = runner.invoke(app, ["run", str(BUNDLE), "--agent", "oracle", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "2 tasks, 2 passed, mean score 1.00" in result.output
+    # The timeline counts the agent's turns; the verify.py's calls are listed, marked `v`.
+    assert "oracle on upstream-style/buy-a-book   1 turns   0 denied" in result.output
+    assert "  v 09:00:05 list_orders U-001" in result.output
     scores = json.loads((out / "upstream-style__buy-a-book" / "scores.json").read_text())
     assert scores["status"] == "passed" and scores["score"] == 1.0
     # the verify.py rows and the response criteria rows are pooled by aggregate_verifiers

@@ -21,6 +21,7 @@ from agentenv.tasks.bundle import Bundle, Task, TaskNotFound, iter_bundles
 from agentenv.tasks.context import DeployedAgentRequest, TaskContext
 from agentenv.tasks.run_folder import run_to_folder, trajectory_rows
 from agentenv.tasks.runner import TaskResult
+from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
 
 task_app = typer.Typer(help="The local catalog of tasks.", no_args_is_help=True)
 
@@ -80,7 +81,13 @@ def _first_arg(args: dict[str, Any] | None) -> str:
 
 
 def _timeline(agent_label: str, task: Task, ctx: TaskContext, result: TaskResult) -> None:
-    calls = [r for r in trajectory_rows(ctx) if r["kind"] == "call"]
+    # A verifier script's own calls (env_outcome_verifier with verify.py) are shown, marked,
+    # but they are not the agent's turns.
+    calls = [
+        r
+        for r in trajectory_rows(ctx)
+        if r["kind"] == "call" and r["principal"] != VERIFIER_PRINCIPAL
+    ]
     denied = sum(1 for r in calls if r["denied"])
     times = [r["virtual_time"] for r in calls if r["virtual_time"]]
     span = ""
@@ -103,10 +110,14 @@ def _timeline(agent_label: str, task: Task, ctx: TaskContext, result: TaskResult
             who = row["principal"] or row["role"] or ""
             console.print(f"    {when} [dim]{escape(who)}: {escape(text)}[/]", highlight=False)
             continue
-        i += 1
         mark = " [red]denied[/]" if row["denied"] else (" [yellow]error[/]" if row["error"] else "")
+        if row["principal"] == VERIFIER_PRINCIPAL:
+            number = "  v"
+        else:
+            i += 1
+            number = f"{i:>3}"
         console.print(
-            f"{i:>3} {when} {escape(row['tool'] or '')} {escape(_first_arg(row['args']))}{mark}",
+            f"{number} {when} {escape(row['tool'] or '')} {escape(_first_arg(row['args']))}{mark}",
             highlight=False,
         )
     for step in result.steps:
