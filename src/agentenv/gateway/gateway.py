@@ -76,6 +76,7 @@ from agentenv.gateway.firing import Firer, NlSender, no_nl_sender
 from agentenv.gateway.forks import apply_fork, merge
 from agentenv.gateway.instance import Instance, SharedLock
 from agentenv.gateway.listing import ToolLists
+from agentenv.gateway.probe import run_probe
 from agentenv.gateway.raised import contained, crash, current_task, stopping
 from agentenv.gateway.results import CallResult, InvalidResult, encode_result, safe_text
 from agentenv.spec.environment import GatewayMode
@@ -84,11 +85,6 @@ from agentenv.spec.wire import CallError
 from agentenv.state import Snapshot, State, StateError
 
 _NO_TIME = timedelta(0)  # a call's extra time, until the tool spends some
-
-
-class _Probe(Exception):
-    def __init__(self, value: Any) -> None:
-        self.value = value
 
 
 @dataclass(frozen=True)
@@ -486,39 +482,9 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         return value, text, landed_at
 
     async def probe(self, inst: Instance, step: CheckStep, now: datetime | None) -> Any:
-        """Run a read-only check step (trigger checks, verify); no writes, no record.
-
-        A tool of ours runs inside a transaction that is always rolled back, and must be
-        sync (awaiting inside it would let other calls' writes in). A server's tool cannot
-        be rolled back, so only its reads may be probed; they are awaited, within the
-        tool's timeout."""
-        tool = self._tool(inst, step.tool)
-        if tool is None:
-            raise ToolError(f"unknown tool {step.tool!r} in a check")
-        ctx = ToolContext(inst.state, now or datetime.now(UTC), SYSTEM, inst.id)
-        if tool.remote:
-            if tool.kind != "read":
-                raise ToolError(
-                    f"check tool {step.tool!r} is a server's write tool, which a check cannot "
-                    "roll back; checks call its read tools (readOnlyHint, or server.read_tools)"
-                )
-            values = tool.check_args(dict(step.args)) if tool.check_args else dict(step.args)
-            return await asyncio.wait_for(tool.invoke(ctx, values), tool.timeout)  # type: ignore[arg-type]
-        values = dict(tool.args_model.model_validate(step.args).__dict__)
-        try:
-            with inst.state.transaction():
-                try:
-                    value = tool.invoke(ctx, values)
-                except Exception:
-                    raise
-                except BaseException as exc:  # KeyboardInterrupt and kin: still the tool's
-                    raise ToolError(f"check tool {step.tool!r} raised {crash(exc)}") from None
-                if asyncio.iscoroutine(value):
-                    value.close()
-                    raise ToolError(f"check tool {step.tool!r} is async; checks need sync tools")
-                raise _Probe(value)  # always roll back: a check never changes the state
-        except _Probe as probe:
-            return probe.value
+        """Run a read-only check step (trigger checks, verify); no writes, no record
+        (the rules are in `gateway/probe.py`)."""
+        return await run_probe(self._tool(inst, step.tool), inst, step, now)
 
     async def tick(self) -> None:
         """Fire what has come due on every instance (wall-clock mode needs a ticker)."""
