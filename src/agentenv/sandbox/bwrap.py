@@ -12,19 +12,14 @@ cap). The folder under the workspace lives on this machine, so `copy_in`, `copy_
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agentenv.sandbox._process import base_env, run_limited
 from agentenv.sandbox.base import (
-    ExecResult,
-    Sandbox,
     SandboxError,
     SandboxLimits,
     SandboxProvider,
-    inside,
 )
-from agentenv.sandbox.local import argv_of, fresh_workspace
+from agentenv.sandbox.local import LocalSandbox, fresh_workspace
 
 
 def bwrap_path() -> str | None:
@@ -32,8 +27,9 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-class BwrapSandbox(Sandbox):
-    """A workspace whose commands run inside bubblewrap."""
+class BwrapSandbox(LocalSandbox):
+    """A workspace whose commands run inside bubblewrap: the local `exec`, each command
+    wrapped by `_wrap`."""
 
     @property
     def workdir(self) -> str:
@@ -58,28 +54,6 @@ class BwrapSandbox(Sandbox):
         if self.network:
             wrapper.append("--share-net")
         return [*wrapper, "--", *argv]
-
-    async def exec(
-        self,
-        command: Sequence[str] | str,
-        *,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: str | bytes | None = None,
-    ) -> ExecResult:
-        """Run a command inside bubblewrap (see `Sandbox.exec`)."""
-        self._check_live()
-        folder = inside(self.workspace, cwd or ".")
-        variables = base_env(str(self.workspace), env)
-        return await run_limited(
-            self._wrap(argv_of(command, folder, variables["PATH"]), str(folder)),
-            cwd=str(self.workspace),
-            env=variables,
-            limits=self.limits,
-            timeout=timeout,
-            stdin=stdin,
-        )
 
 
 class BwrapProvider(SandboxProvider):
