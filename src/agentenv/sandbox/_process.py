@@ -66,7 +66,7 @@ def _limiter(limits: SandboxLimits) -> object:
     return apply
 
 
-async def _read(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, bool]:
+async def read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, bool]:
     """Up to `cap` bytes of a stream, then the rest drained and dropped; (kept, truncated)."""
     if stream is None:
         return b"", False
@@ -122,7 +122,7 @@ async def run_limited(
             await proc.stdin.drain()
         proc.stdin.close()
     readers = asyncio.gather(
-        _read(proc.stdout, limits.output_bytes), _read(proc.stderr, limits.output_bytes)
+        read_capped(proc.stdout, limits.output_bytes), read_capped(proc.stderr, limits.output_bytes)
     )
     timed_out = False
     exit_code: int | None

@@ -50,6 +50,16 @@ def processes_running(marker: str) -> list[int]:
     return pids
 
 
+def _folder_doc(tmp_path: Path, name: str, python: str, extra: str = "") -> Path:
+    """An environment document serving the `mail-like` copy of the fixture folder."""
+    doc = tmp_path / "env.yaml"
+    doc.write_text(
+        "apiVersion: agentenv/v1\nkind: Environment\n"
+        f"name: {name}\nserver: {{folder: mail-like, python: {python}, pool: 1}}\n" + extra
+    )
+    return doc
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     """A private copy of the fixture folder (a unique path to look for processes by)."""
@@ -71,11 +81,7 @@ def test_a_bare_upstream_folder_reads_as_a_folder_server(folder: Path) -> None:
 def test_load_list_call_and_close(folder: Path, tmp_path: Path, monkeypatch) -> None:
     python = needs_upstream()
     monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
-    doc = tmp_path / "env.yaml"
-    doc.write_text(
-        "apiVersion: agentenv/v1\nkind: Environment\n"
-        f"name: folder-env\nserver: {{folder: mail-like, python: {python}, pool: 1}}\n"
-    )
+    doc = _folder_doc(tmp_path, "folder-env", python)
     env = Environment.load(doc)
     try:
         assert "reverse" in env.tools
@@ -96,11 +102,8 @@ def test_a_server_that_takes_the_clock_follows_each_instances_virtual_time(
     is handed an env_get_time_url once the instance's clock is armed, and reads it after."""
     python = needs_upstream()
     monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
-    doc = tmp_path / "env.yaml"
-    doc.write_text(
-        "apiVersion: agentenv/v1\nkind: Environment\n"
-        f"name: clocked\nserver: {{folder: mail-like, python: {python}, pool: 1}}\n"
-        "clock: {start: '2026-03-02T08:00:00Z', mode: stepped}\n"
+    doc = _folder_doc(
+        tmp_path, "clocked", python, "clock: {start: '2026-03-02T08:00:00Z', mode: stepped}\n"
     )
     env = Environment.load(doc)
     try:
@@ -132,11 +135,7 @@ def test_without_an_armed_clock_a_server_keeps_wall_time(
 ) -> None:
     python = needs_upstream()
     monkeypatch.setenv("AGENTENV_LOG_DIR", str(tmp_path / "logs"))
-    doc = tmp_path / "env.yaml"
-    doc.write_text(
-        "apiVersion: agentenv/v1\nkind: Environment\n"
-        f"name: unclocked\nserver: {{folder: mail-like, python: {python}, pool: 1}}\n"
-    )
+    doc = _folder_doc(tmp_path, "unclocked", python)
     env = Environment.load(doc)
     try:
         result = loop.run(Gateway(env).call(Principal("agent"), "what_time", {}))

@@ -20,6 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from agentenv.env.tool import SYSTEM
 from agentenv.gateway import GatewayError
+from agentenv.sandbox._process import read_capped
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import read_document
 from agentenv.spec.wire import DataPart, Part
@@ -235,21 +236,6 @@ class RunCodeParams(_Params):
         return self
 
 
-async def _read_head(stream: asyncio.StreamReader | None, limit: int) -> tuple[bytes, bool]:
-    """Read a stream to its end, keeping only its first `limit` bytes (so a chatty process
-    cannot fill memory); also whether anything was dropped."""
-    if stream is None:
-        return b"", False
-    kept = bytearray()
-    dropped = False
-    while chunk := await stream.read(65536):
-        room = limit - len(kept)
-        if room > 0:
-            kept.extend(chunk[:room])
-        dropped = dropped or len(chunk) > room
-    return bytes(kept), dropped
-
-
 def _text(head: bytes, dropped: bool, limit: int) -> tuple[str, bool]:
     text = head.decode("utf-8", "replace")
     if len(text) <= limit and not dropped:
@@ -331,7 +317,7 @@ class RunCode(Step):
         try:
             limit = p.max_output_chars * 4  # bytes: enough for that many UTF-8 characters
             (out, cut_out), (err, cut_err), _ = await asyncio.gather(
-                _read_head(proc.stdout, limit), _read_head(proc.stderr, limit), proc.wait()
+                read_capped(proc.stdout, limit), read_capped(proc.stderr, limit), proc.wait()
             )
         except BaseException:  # timed out or cancelled: leave nothing running
             _kill(proc)
