@@ -35,6 +35,7 @@ def child_tool(alias: str, tool: Tool) -> Tool:
             ctx.principal,
             ctx.instance_id,
             session=ctx.session,
+            resources=ctx.resources,
         )
 
     if tool.is_async:

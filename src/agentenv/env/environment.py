@@ -37,6 +37,7 @@ from agentenv.state import SEPARATOR, CollectionInfo, Snapshot, State, StateErro
 if TYPE_CHECKING:
     from agentenv.env.servers.runtime import ServerRuntime
     from agentenv.spec.server import ServerSpec
+    from agentenv.workspace import Workspace
 
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -62,6 +63,8 @@ class Environment:
     children: tuple[tuple[str, Environment], ...] = ()
     server: ServerRuntime | None = field(default=None, compare=False, repr=False)
     """A process environment's runtime: the server its tools call (None for documents)."""
+    workspace: Workspace | None = field(default=None, compare=False, repr=False)
+    """A workspace environment's tree settings and folders (None for other kinds)."""
 
     def runtimes(self) -> list[tuple[str, ServerRuntime]]:
         """Every server runtime of this environment and its composed children, each with
@@ -168,6 +171,10 @@ class Environment:
             records.update(rows)
             tools.update(server_tools)
 
+        workspace = None
+        if spec.workspace is not None:
+            workspace = _workspace_part(spec, base, file, collections, records, tools)
+
         children = _load_children(spec, base, file, started)
         roles = list(spec.role_names)
         access = list(spec.access)
@@ -241,6 +248,7 @@ class Environment:
             source=Path(file) if file else None,
             children=tuple(children),
             server=runtime,
+            workspace=workspace,
         )
 
     @classmethod
@@ -297,6 +305,36 @@ def _server_part(
         raise
     infos, rows = seed_records({"parts": runtime.parts or []})
     return runtime, tools, infos, rows
+
+
+def _workspace_part(
+    spec: EnvironmentSpec,
+    base: Path,
+    file: Any,
+    collections: dict[str, CollectionInfo],
+    records: dict[str, list[dict[str, Any]]],
+    tools: dict[str, Tool],
+) -> Workspace:
+    """Read a workspace environment's seed tree into `records` (one collection, keyed by
+    path) and add its built-in tools."""
+    from agentenv.sandbox import SandboxError
+    from agentenv.workspace import Workspace, WorkspaceError, workspace_tools
+
+    assert spec.workspace is not None
+    try:
+        workspace = Workspace(spec.workspace, base)
+    except (WorkspaceError, SandboxError) as exc:
+        where = "workspace.sandbox" if isinstance(exc, SandboxError) else "workspace.seed"
+        raise DocumentError(file, where, str(exc)) from None
+    collections[workspace.collection] = CollectionInfo.create("path", None)
+    records[workspace.collection] = workspace.seed
+    for built in workspace_tools(workspace):
+        if built.name in tools:
+            raise DocumentError(
+                file, f"workspace.tools.{built.name}", f"a second tool named {built.name!r}"
+            )
+        tools[built.name] = built
+    return workspace
 
 
 def _load_children(

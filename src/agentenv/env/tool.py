@@ -66,6 +66,10 @@ class ToolContext:
     spent: timedelta = timedelta(0)
     session: str | None = None
     """The caller's session (MCP session, `/step` session header), if it named one."""
+    resources: dict[str, Any] | None = None
+    """Live objects that belong to the instance and outlive one call (a workspace's work
+    folder and sandbox), by the key their owner chose; closed when the instance is dropped.
+    None where a call has no instance (a tool invoked directly)."""
 
     def spend(self, duration: float | timedelta) -> None:
         """Let this call take longer than the tool's declared duration (e.g. a `wait` tool).

@@ -180,7 +180,8 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         if instance_id == DEFAULT_INSTANCE:
             raise GatewayError("the default instance cannot be dropped")
         self.instance(instance_id)
-        del self._instances[instance_id]
+        inst = self._instances.pop(instance_id)
+        inst.close_resources()
         for runtime in self._runtimes:
             runtime.detach(instance_id)
 
@@ -343,7 +344,15 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
             ran = True
             if not inst.triggers.empty:  # before the tool runs: it may change `values`
                 given_values = {k: values[k] for k in given}
-            ctx = ToolContext(state, vt or datetime.now(UTC), principal, inst.id, _NO_TIME, session)
+            ctx = ToolContext(
+                state,
+                vt or datetime.now(UTC),
+                principal,
+                inst.id,
+                _NO_TIME,
+                session,
+                inst.resources,
+            )
             before = state.changes
             slow = tool.is_async or tool.blocking
             owner = current_task() if slow else None
@@ -438,7 +447,14 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         # Blocking code runs in a thread, on a fork: a call that times out keeps running
         # but writes only to its fork, which is dropped; one that finishes is merged.
         fork = ctx.state.fork()
-        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id, session=ctx.session)
+        worker = ToolContext(
+            fork,
+            ctx.now,
+            ctx.principal,
+            ctx.instance_id,
+            session=ctx.session,
+            resources=ctx.resources,
+        )
         # Our own pool, not the loop's default one: a tool that hangs past its timeout
         # keeps its thread, and must not starve DNS lookups or other libraries' work.
         if blocking.stuck_count() >= blocking.BLOCKING_THREADS:
@@ -469,7 +485,14 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         fork = ctx.state.fork()
         assert isinstance(fork, State)
         base = fork.snapshot()
-        worker = ToolContext(fork, ctx.now, ctx.principal, ctx.instance_id, session=ctx.session)
+        worker = ToolContext(
+            fork,
+            ctx.now,
+            ctx.principal,
+            ctx.instance_id,
+            session=ctx.session,
+            resources=ctx.resources,
+        )
         with fork.transaction():
             value = await self._invoke(tool, worker, values)
             text = encode_result(value)

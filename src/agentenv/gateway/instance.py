@@ -140,6 +140,16 @@ class Instance:
     parts: list[Part] = field(default_factory=list)
     lock: asyncio.Lock | SharedLock = field(default_factory=asyncio.Lock)
     metadata: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    """What tools keep per instance between calls (`ToolContext.resources`)."""
+
+    def close_resources(self) -> None:
+        """Close what tools kept for this instance (each that has a `close`), once."""
+        held, self.resources = self.resources, {}
+        for resource in held.values():
+            close = getattr(resource, "close", None)
+            if callable(close):
+                close()
 
     @classmethod
     def create(

@@ -33,7 +33,9 @@ async def run_probe(
     when it cannot be probed (unknown, a server's write tool, an async tool of ours)."""
     if tool is None:
         raise ToolError(f"unknown tool {step.tool!r} in a check")
-    ctx = ToolContext(inst.state, now or datetime.now(UTC), SYSTEM, inst.id)
+    ctx = ToolContext(
+        inst.state, now or datetime.now(UTC), SYSTEM, inst.id, resources=inst.resources
+    )
     if tool.remote:
         if tool.kind != "read":
             raise ToolError(

@@ -2,7 +2,8 @@
 commands in it) made by a `SandboxProvider`, with the limits and results as data.
 
 Lifecycle: `provider.create(limits, workspace=..., network=...)` makes one (copying a seed
-folder into a fresh workspace when given one); `exec` runs a command in it, as many times as
+folder into a fresh workspace when given one; `workdir=` and `mounts=` place the workspace
+and extra host folders at fixed paths inside, where the provider can); `exec` runs a command in it, as many times as
 wanted; `copy_in`/`copy_out` move files across its boundary; `snapshot` copies the workspace
 out; `destroy` removes it (idempotent; also what leaving `with sandbox:` does). Paths given
 to a sandbox are relative to its workspace, and one that resolves outside it (`..`, an
@@ -175,6 +176,11 @@ class SandboxProvider(ABC):
         *,
         workspace: str | Path | None = None,
         network: bool = False,
+        workdir: str | None = None,
+        mounts: Mapping[str, str | Path] | None = None,
     ) -> Sandbox:
         """A new sandbox whose workspace starts as a copy of `workspace` (or empty).
-        `network`: whether commands may reach the network (where the provider can refuse it)."""
+        `network`: whether commands may reach the network (where the provider can refuse it).
+        `workdir`: the absolute path commands see the workspace at (`/app`), and `mounts`:
+        host folders bound read-write at inside paths (`{"/logs": ...}`); a provider that
+        cannot place them (`local`) raises SandboxError."""

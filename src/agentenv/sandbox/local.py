@@ -72,7 +72,7 @@ class LocalSandbox(Sandbox):
         """Run a command in the work folder (see `Sandbox.exec`)."""
         self._check_live()
         folder = inside(self.workspace, cwd or ".")
-        variables = base_env(str(self.workspace), env)
+        variables = base_env(self.workdir, env)
         return await run_limited(
             self._wrap(argv_of(command, folder, variables["PATH"]), str(folder)),
             cwd=str(folder),
@@ -99,8 +99,17 @@ class LocalProvider(SandboxProvider):
         *,
         workspace: str | Path | None = None,
         network: bool = False,
+        workdir: str | None = None,
+        mounts: Mapping[str, str | Path] | None = None,
     ) -> LocalSandbox:
-        """A fresh work folder (a copy of `workspace`). `network` is not enforced here."""
+        """A fresh work folder (a copy of `workspace`). `network` is not enforced here, and
+        commands see the folder at its own path: `workdir` and `mounts` are refused."""
+        if workdir is not None or mounts:
+            wanted = ", ".join([p for p in [workdir] if p] + sorted(mounts or {}))
+            raise SandboxError(
+                f"the local sandbox cannot place folders at fixed paths ({wanted}); "
+                "use the bwrap (or docker) provider"
+            )
         return LocalSandbox(
             self.name, fresh_workspace(workspace), limits or SandboxLimits(), network
         )

@@ -17,6 +17,7 @@ from agentenv.spec.quantities import Duration
 from agentenv.spec.roles import RESERVED_ROLE
 from agentenv.spec.server import ServerSpec
 from agentenv.spec.triggers import TriggerRegistration
+from agentenv.spec.workspace import WorkspaceSpec
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 GatewayMode = Literal["consistent", "performance"]
@@ -238,6 +239,11 @@ class EnvironmentSpec(_Doc):
         description="A process environment: its tools are a server's (MCP over stdio or "
         "HTTP, an AgentEnv server, an upstream folder); see docs/process-envs.md.",
     )
+    workspace: WorkspaceSpec | None = Field(
+        default=None,
+        description="A workspace environment: a directory tree as state, with bash and file "
+        "tools run in a sandbox; see docs/workspaces.md.",
+    )
 
     @field_validator("triggers", mode="before")
     @classmethod
@@ -263,6 +269,24 @@ class EnvironmentSpec(_Doc):
                             f"a document with 'server' has no '{name}' (the server's are used)",
                         )
                     )
+        if self.workspace is not None:
+            if self.server is not None:
+                problems.append(
+                    (("workspace",), "a document has 'server' or 'workspace', not both")
+                )
+            if self.workspace.collection in self.state:
+                problems.append(
+                    (
+                        ("workspace", "collection"),
+                        f"{self.workspace.collection!r} is also in 'state'",
+                    )
+                )
+            for name, tool_roles in self.workspace.tool_roles().items():
+                for j, role in enumerate(tool_roles or ()):
+                    if role not in roles:
+                        problems.append(
+                            (("workspace", "tools", name, j), _unknown_role(role, roles))
+                        )
         if self.default_role is not None and self.default_role not in roles:
             problems.append((("default_role",), _unknown_role(self.default_role, roles)))
         for i, tool in enumerate(self.tools):

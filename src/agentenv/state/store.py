@@ -83,6 +83,17 @@ class Snapshot:
         """Key field and schema of every collection."""
         return {name: table.info for name, table in self._tables.items()}
 
+    def collection_hash(self, collection: str) -> str:
+        """The canonical hash of one collection (see `State.collection_hash`)."""
+        return _collection_hash(self._tables, collection)
+
+
+def _collection_hash(tables: Mapping[str, _Table], name: str) -> str:
+    table = tables.get(name)
+    if table is None:
+        raise UnknownCollection(name, list(tables))
+    return format((table.hash_base + table.total + _name_digest(name)) & _MASK, "064x")
+
 
 def _hash_tables(tables: Mapping[str, _Table]) -> str:
     return format(_hash_total(tables), "064x")
@@ -320,6 +331,12 @@ class State:
                 last = self._last_hash = (total, format(total, "064x"))
             self._hash = last[1]
         return self._hash
+
+    def collection_hash(self, collection: str) -> str:
+        """The canonical hash of one collection alone (its records and name): what a
+        workspace's tree hash is. Kept up to date by every write, so it costs the same
+        however large the collection is."""
+        return _collection_hash(self._tables, collection)
 
     def to_dict(self) -> dict[str, list[Record]]:
         """All records, by collection, as JSON data."""

@@ -94,6 +94,10 @@ class StateView:
         """The whole state's hash (a view has no hash of its own)."""
         return self._base.hash()
 
+    def collection_hash(self, collection: str) -> str:
+        """The hash of one of the view's collections (under its full name)."""
+        return self._base.collection_hash(self._n(collection))
+
     def transaction(self) -> _ViewTransaction:
         """A transaction on the whole state (`as` gives this view)."""
         return _ViewTransaction(self)
