@@ -92,3 +92,26 @@ def test_the_limits_apply_inside() -> None:
         slow = run(box.exec("sleep 20"))
         loud = run(box.exec("yes | head -c 100000"))
     assert slow.timed_out and loud.truncated and len(loud.stdout) == 100
+
+
+def test_workdir_and_mounts_place_folders_at_fixed_paths_inside() -> None:
+    logs = Path(tempfile.mkdtemp())
+    try:
+        with BwrapProvider().create(workdir="/app", mounts={"/logs/verifier": logs}) as box:
+            (box.workspace / "data.txt").write_text("seed\n")
+            result = run(box.exec("pwd; cat data.txt; echo 1 > /logs/verifier/reward.txt; echo $HOME"))
+            assert result.stdout.split() == ["/app", "seed", "/app"]
+            assert (logs / "reward.txt").read_text() == "1\n"
+            (box.workspace / "sub").mkdir()
+            assert run(box.exec("pwd", cwd="sub")).stdout.strip() == "/app/sub"
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def test_a_relative_workdir_or_a_missing_mount_is_refused() -> None:
+    from agentenv.sandbox import SandboxError
+
+    with pytest.raises(SandboxError, match="must be absolute"):
+        BwrapProvider().create(workdir="app")
+    with pytest.raises(SandboxError, match="no such folder to mount"):
+        BwrapProvider().create(mounts={"/logs": "/nonexistent/here"})

@@ -106,3 +106,10 @@ def test_a_missing_program_or_seed_is_a_sandbox_error(tmp_path: Path) -> None:
         LocalProvider().create(workspace=tmp_path / "nope")
     with LocalProvider().create() as box, pytest.raises(SandboxError, match="cannot start"):
         run(box.exec(["no-such-program-xyz"]))
+
+
+def test_local_refuses_fixed_inside_paths_and_names_the_providers_that_can() -> None:
+    from agentenv.sandbox import LocalProvider, SandboxError
+
+    with pytest.raises(SandboxError, match="cannot place folders at fixed paths.*bwrap"):
+        LocalProvider().create(workdir="/app")

@@ -19,6 +19,7 @@ from agentenv.tasks.step import Score, StepError
 
 if TYPE_CHECKING:
     from agentenv.agents.base import Agent, AgentTurn
+    from agentenv.tasks.sandboxes import DeployedSandbox
 
 
 @dataclass
@@ -110,6 +111,9 @@ class TaskContext:
     usage: dict[str, list[dict[str, Any]]] = field(
         default_factory=dict, metadata={"doc": "Token usage per prompt_id, per agent turn."}
     )
+    sandboxes: dict[str, DeployedSandbox] = field(
+        default_factory=dict, metadata={"doc": "Sandboxes by name (deploy_sandbox)."}
+    )
     cleanups: list[Callable[[], Awaitable[None]]] = field(
         default_factory=list,
         metadata={"doc": "Run when the task run ends, last added first (servers to stop)."},
@@ -140,6 +144,14 @@ class TaskContext:
         except KeyError:
             known = ", ".join(self.agents) or "none deployed"
             raise StepError(f"no agent {name!r} is deployed ({known})") from None
+
+    def sandbox(self, name: str) -> DeployedSandbox:
+        """A sandbox a `deploy_sandbox` step made."""
+        try:
+            return self.sandboxes[name]
+        except KeyError:
+            known = ", ".join(self.sandboxes) or "none deployed"
+            raise StepError(f"no sandbox {name!r} is deployed ({known})") from None
 
     def tool_client(
         self, principal: Principal, env_ids: list[str], session: str | None = None

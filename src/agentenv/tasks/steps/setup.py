@@ -1,4 +1,5 @@
-"""Setup steps: reset_env, load_artifact, run_code, snapshot_env.
+"""Setup steps: reset_env, load_artifact, run_code, snapshot_env (their sandbox forms are in
+`steps.sandbox`).
 
 `load_artifact` seeds records through the gateway's data plane (`data/add`), exactly as a
 remote harness would; `reset_env` and `snapshot_env` use the gateway's state control.
@@ -69,8 +70,33 @@ class ResetEnv(Step):
 # -- load_artifact ----------------------------------------------------------------------
 
 
+class ArtifactRef(_Params):
+    """An artifact by id (upstream's `artifacts` entries); versions are not kept here."""
+
+    id: str
+    version: int | None = None
+
+
 class LoadArtifactParams(_Params):
-    """Fields of `load_artifact`: exactly one of `parts`, `path` or `records`."""
+    """Fields of `load_artifact`: records into an env's data plane (exactly one of `parts`,
+    `path` or `records`), or upstream's artifact by id (`artifact_id`, `artifacts`, or
+    `artifact_from_step_id`) into a sandbox (`sandbox_name`) or a workspace env's tree."""
+
+    artifact_id: str | None = Field(default=None, description="A bundle artifacts/<id>/ folder.")
+    artifact_version: int | None = None
+    artifacts: list[ArtifactRef] | None = None
+    artifact_from_step_id: str | None = Field(
+        default=None, description="What a collect_artifacts step gathered."
+    )
+    collected_artifacts_step_id: str | None = None
+    destination_path: str | None = Field(
+        default=None,
+        description="Where the files go: default /loaded (a sandbox), the tree's root (an env).",
+    )
+    sandbox_name: str | None = None
+    agent_name: str | None = Field(
+        default=None, description="The agent's workspace: the workspace env it was deployed on."
+    )
 
     env_id: str | None = Field(default=None, description="Default: the only deployed env.")
     parts: list[Part] | None = Field(default=None, description="A2A parts, as `data/add` takes.")
@@ -88,8 +114,43 @@ class LoadArtifactParams(_Params):
     )
     reset: bool = Field(default=False, description="Empty the env's data first (`data/reset`).")
 
+    @property
+    def by_id(self) -> bool:
+        """Whether this loads an artifact by id (upstream's form) rather than records."""
+        return any(
+            getattr(self, n) is not None
+            for n in (
+                "artifact_id",
+                "artifacts",
+                "artifact_from_step_id",
+                "collected_artifacts_step_id",
+            )
+        )
+
     @model_validator(mode="after")
     def _one_source(self) -> LoadArtifactParams:
+        if self.by_id:
+            sources = [
+                n
+                for n in (
+                    "artifact_id",
+                    "artifacts",
+                    "artifact_from_step_id",
+                    "collected_artifacts_step_id",
+                )
+                if getattr(self, n) is not None
+            ]
+            if len(sources) != 1 or any(
+                getattr(self, n) is not None for n in ("parts", "path", "records")
+            ):
+                raise ValueError(
+                    "give one artifact source (artifact_id, artifacts or artifact_from_step_id)"
+                )
+            if self.sandbox_name is None and self.env_id is None and self.agent_name is None:
+                raise ValueError("name where to load it: sandbox_name, env_id or agent_name")
+            return self
+        if self.sandbox_name is not None or self.destination_path is not None:
+            raise ValueError("a sandbox or destination_path takes an artifact by id (artifact_id)")
         given = [n for n in ("parts", "path", "records") if getattr(self, n) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of 'parts', 'path' or 'records'")
@@ -146,31 +207,21 @@ class LoadArtifact(Step):
     type_name = "load_artifact"
     Params = LoadArtifactParams
     unhonoured = {
-        **{
-            name: Unhonoured(
-                "loading an artifact by id, from URLs or from another step is not built; "
-                "give parts, records or path (e.g. artifacts/<id>/data.json)",
-                refuse=True,
-            )
-            for name in (
-                "artifact_id",
-                "artifact_version",
-                "artifacts",
-                "urls",
-                "collected_artifacts_step_id",
-                "artifact_from_step_id",
-            )
-        },
-        **{
-            name: Unhonoured("loading into a sandbox or an agent is not built", refuse=True)
-            for name in ("destination_path", "agent_name", "sandbox_name", "container_name")
-        },
+        "urls": Unhonoured("downloading artifacts from URLs is not built", refuse=True),
+        "container_name": Unhonoured("Docker containers are not available here", refuse=True),
         "env_step_id": Unhonoured("an env id is deployed once per task here"),
         "snapshot_after_load": Unhonoured("use a snapshot_env step", honoured=(False,)),
     }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: LoadArtifactParams = self.params  # type: ignore[assignment]
+        if p.by_id:
+            from agentenv.tasks.steps.sandbox import load_into
+
+            try:
+                return await load_into(ctx, p)
+            except GatewayError as exc:
+                raise StepError(str(exc)) from None
         deployed = ctx.env(p.env_id)
         source: str
         if p.parts is not None:
@@ -218,6 +269,18 @@ class RunCodeParams(_Params):
     """Fields of `run_code` (its time limit is the step's `timeout_seconds`)."""
 
     code: str | None = Field(default=None, description="Python source, run with this Python.")
+    script_artifact_id: str | None = Field(
+        default=None,
+        description="Upstream's: an artifact's script whose `run(input)` runs in a sandbox.",
+    )
+    script_artifact_version: int | None = None
+    script_file: str | None = None
+    entrypoint: str = "run"
+    args: dict[str, Any] = Field(default_factory=dict)
+    result_id: str | None = None
+    sandbox_name: str | None = None
+    env_id: str | None = None
+    agent_name: str | None = None
     command: str | list[str] | None = Field(
         default=None,
         description="A command: a string runs through the shell, a list runs as it is.",
@@ -229,8 +292,13 @@ class RunCodeParams(_Params):
 
     @model_validator(mode="after")
     def _one_program(self) -> RunCodeParams:
-        if (self.code is None) == (self.command is None):
-            raise ValueError("give exactly one of 'code' or 'command'")
+        given = [
+            n for n in ("code", "command", "script_artifact_id") if getattr(self, n) is not None
+        ]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'code', 'command' or 'script_artifact_id'")
+        if self.script_artifact_id is None and (self.sandbox_name or self.script_file):
+            raise ValueError("sandbox_name and script_file go with script_artifact_id")
         if isinstance(self.command, list) and not self.command:
             raise ValueError("'command' is an empty list")
         return self
@@ -255,9 +323,11 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
 
 @STEPS.add_builtin
 class RunCode(Step):
-    """Run a Python snippet (`code`) or a command in a local subprocess.
+    """Run a Python snippet (`code`) or a command in a local subprocess; or upstream's
+    script artifact (`script_artifact_id`: its `run(input)`, in a sandbox, see
+    `steps.sandbox.run_script_artifact`).
 
-    THIS IS NOT A SANDBOX: the process runs as the current user, on this machine, with
+    `code` and `command` ARE NOT A SANDBOX: the process runs as the current user, on this machine, with
     this process's environment variables (plus `env_vars`), and can read and write
     anything the user can. Run only task documents you trust. The step's
     `timeout_seconds` (default 300) bounds it; on a timeout the process and its children
@@ -267,28 +337,15 @@ class RunCode(Step):
 
     type_name = "run_code"
     Params = RunCodeParams
-    unhonoured = {
-        **{
-            name: Unhonoured(
-                "running an artifact's script is not built; give code or command", refuse=True
-            )
-            for name in (
-                "script_artifact_id",
-                "script_artifact_version",
-                "script_file",
-                "entrypoint",
-                "args",
-                "result_id",
-            )
-        },
-        "agent_name": Unhonoured("code runs on this machine, not in an agent", refuse=True),
-        "sandbox_name": Unhonoured("code runs on this machine, not in a sandbox", refuse=True),
-        "env_id": Unhonoured("code runs on this machine; it reaches no env by itself"),
-    }
     default_timeout = 300.0
 
     async def run(self, ctx: TaskContext) -> Any:
         p: RunCodeParams = self.params  # type: ignore[assignment]
+        if p.script_artifact_id is not None:
+            from agentenv.tasks.steps.sandbox import run_script_artifact
+
+            timeout = self.spec.timeout_seconds or 600.0
+            return await run_script_artifact(ctx, self.id, p, timeout)
         cwd = ctx.base_dir if p.cwd is None else ctx.base_dir / p.cwd
         if not cwd.is_dir():
             raise StepError(f"cwd {str(cwd)!r} is not a folder")
