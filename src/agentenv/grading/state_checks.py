@@ -44,6 +44,7 @@ from agentenv.grading.checklist import (
     subset_match,
     unique_names,
 )
+from agentenv.grading.file_checks import FileCheck
 from agentenv.grading.score import Score
 from agentenv.state import Snapshot, State, StateView, UnknownCollection
 
@@ -204,18 +205,24 @@ def _which(value: Any) -> str | None:
         return "field"
     if isinstance(value, CountCheck):
         return "count"
+    if isinstance(value, FileCheck):
+        return "file"
     if isinstance(value, Mapping):
+        if "file" in value:
+            return "file"
         return "field" if "key" in value else "count"
     return None
 
 
 StateCheck = Annotated[
-    Annotated[FieldCheck, Tag("field")] | Annotated[CountCheck, Tag("count")],
+    Annotated[FieldCheck, Tag("field")]
+    | Annotated[CountCheck, Tag("count")]
+    | Annotated[FileCheck, Tag("file")],
     Discriminator(
         _which,
         custom_error_type="state_check",
-        custom_error_message="a state check is an object: a field check (with 'key') "
-        "or a count check (with 'count', 'min_count' or 'max_count')",
+        custom_error_message="a state check is an object: a field check (with 'key'), "
+        "a count check (with 'count', 'min_count' or 'max_count') or a file check (with 'file')",
     ),
 ]
 """A declarative state check, as a task document writes it."""
@@ -227,20 +234,20 @@ class NamedCheck(NamedFn[StateLike]):
     """A Python state check with a name."""
 
 
-StateCheckLike = FieldCheck | CountCheck | NamedCheck | Mapping[str, Any] | StateFn
+StateCheckLike = FieldCheck | CountCheck | FileCheck | NamedCheck | Mapping[str, Any] | StateFn
 """Anything `check_state` accepts as one check (or a `(name, fn)` pair)."""
 
 
 def parse_state_checks(
     checks: Iterable[Any] | Mapping[str, StateFn],
-) -> list[FieldCheck | CountCheck | NamedCheck]:
+) -> list[FieldCheck | CountCheck | FileCheck | NamedCheck]:
     """Checks from models, dicts, callables, `(name, fn)` pairs or a `{name: fn}` mapping;
     VerifierError naming the first bad one."""
     return parse_checks(
         checks,
         kind="state check",
         adapter=STATE_CHECKS,
-        declarative=(FieldCheck, CountCheck, NamedCheck),
+        declarative=(FieldCheck, CountCheck, FileCheck, NamedCheck),
         named=NamedCheck,
     )
 

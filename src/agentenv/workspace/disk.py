@@ -40,8 +40,15 @@ class WorkTree:
     """The folder of one instance's tree, inside its sandbox."""
 
     def __init__(
-        self, sandbox: Sandbox, ignore: Ignore, max_file_bytes: int, max_tree_bytes: int
+        self,
+        sandbox: Sandbox,
+        ignore: Ignore,
+        max_file_bytes: int,
+        max_tree_bytes: int,
+        *,
+        owns_sandbox: bool = True,
     ) -> None:
+        """`owns_sandbox`: the sandbox goes with the tree (closed, or collected)."""
         self.sandbox = sandbox
         self.root = sandbox.workspace
         self.ignore = ignore
@@ -51,7 +58,7 @@ class WorkTree:
         """Held by a command from `sync` to `scan`: one command at a time per folder."""
         self._known: dict[str, tuple[_Fingerprint, _Signature]] = {}
         # The folder goes when the tree is dropped or collected, or at exit.
-        self._finalizer = weakref.finalize(self, sandbox.destroy)
+        self._finalizer = weakref.finalize(self, sandbox.destroy if owns_sandbox else _nothing)
 
     def close(self) -> None:
         """Remove the folder and its sandbox (idempotent)."""
@@ -162,6 +169,10 @@ class WorkTree:
                 target.unlink()
         except FileNotFoundError:
             pass
+
+
+def _nothing() -> None:
+    pass
 
 
 def describe(changes: dict[str, Any], before: set[str]) -> dict[str, list[str]]:

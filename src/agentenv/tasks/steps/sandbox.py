@@ -69,7 +69,11 @@ async def env_sandbox(ctx: TaskContext, deployed: DeployedEnv, name: str) -> Dep
         workdir=workspace.workdir or "/app",
     )
     tree = WorkTree(
-        box.sandbox, workspace.ignore, workspace.max_file_bytes, workspace.max_tree_bytes
+        box.sandbox,
+        workspace.ignore,
+        workspace.max_file_bytes,
+        workspace.max_tree_bytes,
+        owns_sandbox=False,
     )
     tree.sync(deployed.snapshot().fork().list(workspace.collection))
 
