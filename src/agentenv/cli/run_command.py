@@ -19,6 +19,7 @@ from agentenv.registry import RegistryError
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.bundle import Bundle, Task, TaskNotFound, iter_bundles
 from agentenv.tasks.context import DeployedAgentRequest, TaskContext
+from agentenv.tasks.harbor import harbor_task_spec, harbor_tasks
 from agentenv.tasks.run_folder import run_to_folder, trajectory_rows
 from agentenv.tasks.runner import TaskResult
 from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
@@ -26,12 +27,15 @@ from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
 task_app = typer.Typer(help="The local catalog of tasks.", no_args_is_help=True)
 
 
-def _tasks_of(target: str) -> list[Task]:
-    """A bundle folder, a task file, or a catalog name (`bundle` or `bundle/task`)."""
+def tasks_of(target: str) -> list[Task]:
+    """A bundle folder, a task file, a Harbor task directory (or a folder of them), or a
+    catalog name (`bundle` or `bundle/task`)."""
     path = Path(target)
     try:
         if path.is_file():
             return [Task.load(path)]
+        if path.is_dir() and harbor_tasks(path):
+            return [harbor_task(p) for p in harbor_tasks(path)]
         if path.is_dir():
             if not Bundle.is_bundle(path):
                 fail(f"{path} is not a bundle (no tasks/ or envs/ folder)")
@@ -55,6 +59,12 @@ def _tasks_of(target: str) -> list[Task]:
     except (TaskNotFound, DocumentError) as exc:
         fail(str(exc))
     fail(f"no bundle, task file or catalog task {target!r} (see `agent-env task list`)")
+
+
+def harbor_task(path: Path) -> Task:
+    """A Harbor task directory as a Task (its environment built on this machine)."""
+    spec = asyncio.run(harbor_task_spec(path))
+    return Task(spec=spec, name=f"harbor/{spec.name}", file=path.resolve() / "task.toml")
 
 
 def _parse_seed(items: list[str]) -> dict[str, Any]:
@@ -179,7 +189,7 @@ def run(
     """
     if base_url:  # read by openai:MODEL agents (see docs/agents.md)
         os.environ["AGENTENV_OPENAI_BASE_URL"] = base_url
-    tasks = _tasks_of(target)
+    tasks = tasks_of(target)
     values = _parse_seed(seed or [])
     try:
         make_agent(agent)  # fail before anything runs

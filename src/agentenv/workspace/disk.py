@@ -22,7 +22,17 @@ from typing import Any
 
 from agentenv.sandbox import Sandbox
 from agentenv.workspace.errors import WorkspaceError
-from agentenv.workspace.tree import SYMLINK, Ignore, Record, bytes_of, mode_of, record_of, walk
+from agentenv.workspace.tree import (
+    DIRECTORY,
+    SYMLINK,
+    Ignore,
+    Record,
+    bytes_of,
+    folder_record,
+    mode_of,
+    record_of,
+    walk,
+)
 
 _Signature = tuple[int, int, int, int]
 _Fingerprint = tuple[str, str, str] | None  # mode, encoding, content; None: not in the state
@@ -93,15 +103,20 @@ class WorkTree:
         too_big: list[str] = []
         for path, entry in walk(self.root, self.ignore):
             st = entry.stat(follow_symlinks=False)
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            if not (
+                stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode)
+            ):
                 continue  # sockets, fifos, devices: not part of a tree
             seen.add(path)
-            total += st.st_size
-            signature = _signature(st)
+            folder = stat.S_ISDIR(st.st_mode)
+            st_size = 0 if folder else st.st_size
+            total += st_size
+            # An empty folder's mtime says nothing of its content (there is none).
+            signature = (st.st_mode, 0, 0, st.st_ino) if folder else _signature(st)
             known = self._known.get(path)
             if known is not None and known[1] == signature:
                 continue
-            if st.st_size > self.max_file_bytes:
+            if st_size > self.max_file_bytes:
                 self._known[path] = (None, signature)
                 too_big.append(f"{path!r} ({st.st_size / 2**20:.1f} MiB)")
                 continue
@@ -126,6 +141,8 @@ class WorkTree:
         return changes
 
     def _read(self, path: str, entry: os.DirEntry[str], st: os.stat_result) -> Record:
+        if stat.S_ISDIR(st.st_mode):
+            return folder_record(path)
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(entry.path)
             return {"path": path, "mode": SYMLINK, "content": target, "encoding": "utf-8"}
@@ -134,6 +151,12 @@ class WorkTree:
     def _write(self, path: str, record: Record) -> _Signature:
         target = self.root / path
         self._clear_way(target)
+        if record["mode"] == DIRECTORY:
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            target.mkdir(exist_ok=True)
+            st = target.lstat()
+            return (st.st_mode, 0, 0, st.st_ino)
         if record["mode"] == SYMLINK:
             if target.is_symlink() or target.exists():
                 target.unlink()
@@ -164,11 +187,13 @@ class WorkTree:
         target = self.root / path
         try:
             if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
+                target.rmdir()  # an empty folder's record; what is in it has records of its own
             else:
                 target.unlink()
         except FileNotFoundError:
             pass
+        except OSError:
+            pass  # a folder that is no longer empty: its files are synced by their records
 
 
 def _nothing() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentenv.state import State, StateView
 from agentenv.workspace.errors import WorkspaceError
-from agentenv.workspace.tree import FILE, SYMLINK, Record, clean_path, record_of
+from agentenv.workspace.tree import DIRECTORY, FILE, SYMLINK, Record, clean_path, record_of
 
 _MAX_HOPS = 40  # as the kernel's ELOOP
 
@@ -69,6 +69,9 @@ class Files:
         """Whether files lie under `path` (a folder exists while it holds a file)."""
         if not path:
             return True
+        record = self.get(path)
+        if record is not None:
+            return record["mode"] == DIRECTORY
         prefix = path + "/"
         return any(k.startswith(prefix) for k in self.state.keys(self.collection))
 
@@ -76,7 +79,7 @@ class Files:
         """The file `path` names; WorkspaceError naming what is there instead."""
         resolved = self.resolve(path)
         record = self.get(resolved)
-        if record is None:
+        if record is None or record["mode"] == DIRECTORY:
             if self.is_folder(resolved):
                 raise WorkspaceError(f"{path!r} is a folder, not a file (list it with list_files)")
             raise WorkspaceError(f"no file {path!r} in the workspace")
@@ -93,7 +96,10 @@ class Files:
         parts = resolved.split("/")
         for i in range(1, len(parts)):
             above = "/".join(parts[:i])
-            if self.get(above) is not None:
+            held = self.get(above)
+            if held is not None and held["mode"] == DIRECTORY:
+                self.delete(above)  # an empty folder no longer: its file stands for it
+            elif held is not None:
                 raise WorkspaceError(f"cannot write {path!r}: {above!r} is a file, not a folder")
         old = self.get(resolved)
         record = record_of(resolved, data, old["mode"] if old is not None else FILE)

@@ -16,7 +16,7 @@ from agentenv.workspace.disk import describe
 from agentenv.workspace.errors import WorkspaceError
 from agentenv.workspace.globs import glob_match
 from agentenv.workspace.runtime import Workspace
-from agentenv.workspace.tree import SYMLINK, bytes_of, text_of
+from agentenv.workspace.tree import DIRECTORY, SYMLINK, bytes_of, text_of
 
 _LIST_CAP = 1000
 _LINE_CAP = 2000  # characters of one line shown by search_files
@@ -172,8 +172,9 @@ def _list_files(ws: Workspace) -> tuple[Any, str]:
         if folder and files.get(folder) is not None:
             raise WorkspaceError(f"{path!r} is a file, not a folder")
         prefix = folder + "/" if folder else ""
+        shown = {SYMLINK: lambda r: " -> " + str(r["content"]), DIRECTORY: lambda r: "/"}
         found = [
-            r["path"] + (" -> " + str(r["content"]) if r["mode"] == SYMLINK else "")
+            r["path"] + (shown[r["mode"]](r) if r["mode"] in shown else "")
             for r in files.records()
             if r["path"].startswith(prefix) and glob_match(pattern, r["path"][len(prefix) :])
         ]
@@ -213,7 +214,11 @@ def _search_files(ws: Workspace) -> tuple[Any, str]:
         total = 0
         for record in sorted(ws.files(ctx).records(), key=lambda r: r["path"]):
             text = text_of(record)
-            if text is None or record["mode"] == SYMLINK or not glob_match(glob, record["path"]):
+            if (
+                text is None
+                or record["mode"] in (SYMLINK, DIRECTORY)
+                or not glob_match(glob, record["path"])
+            ):
                 continue
             for number, line in enumerate(text.splitlines(), 1):
                 if regex.search(line):

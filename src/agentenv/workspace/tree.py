@@ -2,9 +2,10 @@
 
 A record is `{"path": "src/app.py", "mode": "100644", "content": "...", "encoding": "utf-8"}`:
 `mode` is git's (`100644` a file, `100755` an executable one, `120000` a symlink whose
-`content` is its target), and `content` is the text, or base64 where the bytes are not
-UTF-8 (`encoding: base64`). Folders are not records: a folder exists while a file is in it
-(as in git). Only the executable bit of a mode is kept, so a tree hashes the same on every
+`content` is its target, `040000` an empty folder), and `content` is the text, or base64
+where the bytes are not UTF-8 (`encoding: base64`). A folder that holds anything is not a
+record of its own: it exists while something is in it (as in git); an empty folder is one,
+since programs rely on them (`mkdir -p out`). Only the executable bit of a mode is kept, so a tree hashes the same on every
 machine. Paths are relative, `/`-separated and normalised (no `.`, `..` or empty parts).
 """
 
@@ -26,6 +27,7 @@ from agentenv.workspace.errors import WorkspaceError
 FILE = "100644"
 EXECUTABLE = "100755"
 SYMLINK = "120000"
+DIRECTORY = "040000"
 
 Record = dict[str, Any]
 
@@ -51,10 +53,17 @@ def text_of(record: Record) -> str | None:
     return record["content"] if record.get("encoding", "utf-8") == "utf-8" else None
 
 
+def folder_record(path: str) -> Record:
+    """The record of an empty folder."""
+    return {"path": path, "mode": DIRECTORY, "content": "", "encoding": "utf-8"}
+
+
 def mode_of(st_mode: int) -> str:
     """git's mode for a file's `st_mode`."""
     if stat.S_ISLNK(st_mode):
         return SYMLINK
+    if stat.S_ISDIR(st_mode):
+        return DIRECTORY
     return EXECUTABLE if st_mode & 0o111 else FILE
 
 
@@ -87,7 +96,9 @@ def read_folder(root: Path, ignore: Ignore, max_file_bytes: int | None = None) -
     out: list[Record] = []
     for path, entry in walk(root, ignore):
         st = entry.stat(follow_symlinks=False)
-        if stat.S_ISLNK(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            out.append(folder_record(path))
+        elif stat.S_ISLNK(st.st_mode):
             out.append(
                 {
                     "path": path,
@@ -108,19 +119,26 @@ def read_folder(root: Path, ignore: Ignore, max_file_bytes: int | None = None) -
 
 
 def walk(root: Path, ignore: Ignore) -> Iterable[tuple[str, os.DirEntry[str]]]:
-    """(relative path, entry) of every file and symlink under `root`, not following links
-    and skipping ignored paths."""
+    """(relative path, entry) of every file, symlink and empty folder under `root`, not
+    following links and skipping ignored paths."""
     stack = [("", str(root))]
     while stack:
         prefix, folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                path = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if not ignore.folder(entry.name):
-                        stack.append((path + "/", entry.path))
-                elif not ignore(path):
+        with os.scandir(folder) as scanner:
+            entries = list(scanner)
+        for entry in entries:
+            path = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if ignore.folder(entry.name):
+                    continue
+                with os.scandir(entry.path) as inner:
+                    empty = next(inner, None) is None
+                if empty:
                     yield path, entry
+                else:
+                    stack.append((path + "/", entry.path))
+            elif not ignore(path):
+                yield path, entry
 
 
 def read_git(repo: str, commit: str, ignore: Ignore, cwd: Path) -> list[Record]:

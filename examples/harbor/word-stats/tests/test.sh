@@ -1,0 +1,8 @@
+#!/bin/bash
+# Harbor's contract: always exit 0, write the reward to /logs/verifier/reward.txt.
+mkdir -p /logs/verifier
+if python3 /tests/test_outputs.py; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
