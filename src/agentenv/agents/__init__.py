@@ -9,7 +9,7 @@ from agentenv.agents.openai_agent import (
     Usage,
     make_openai_agent,
 )
-from agentenv.agents.oracle import OracleAgent
+from agentenv.agents.oracle import NoopAgent, OracleAgent, PartialOracleAgent
 from agentenv.agents.registry import AGENTS, AgentFactory, make_agent
 from agentenv.agents.replay import ReplayAgent
 from agentenv.agents.scripted import ScriptedAgent
@@ -21,9 +21,11 @@ __all__ = [
     "AgentFactory",
     "AgentTurn",
     "HumanAgent",
+    "NoopAgent",
     "OpenAIAgent",
     "OpenAISettings",
     "OracleAgent",
+    "PartialOracleAgent",
     "ReplayAgent",
     "ScriptedAgent",
     "TurnRecord",

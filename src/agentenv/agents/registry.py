@@ -7,7 +7,7 @@ from collections.abc import Callable
 from agentenv.agents.base import Agent, AgentError
 from agentenv.agents.human import HumanAgent
 from agentenv.agents.openai_agent import openai_agent_from_spec
-from agentenv.agents.oracle import OracleAgent
+from agentenv.agents.oracle import NoopAgent, OracleAgent, PartialOracleAgent
 from agentenv.agents.replay import ReplayAgent
 from agentenv.agents.scripted import ScriptedAgent
 from agentenv.agents.simulated_user import SimulatedUser
@@ -33,6 +33,19 @@ def _oracle(argument: str) -> Agent:
 
 
 AGENTS.add_builtin(_oracle, "oracle")
+
+
+def _no_argument(cls: Callable[[], Agent], name: str) -> AgentFactory:
+    def factory(argument: str) -> Agent:
+        if argument:
+            raise RegistryError(f"the {name} agent takes no argument")
+        return cls()
+
+    return factory
+
+
+AGENTS.add_builtin(_no_argument(NoopAgent, "noop"), "noop")
+AGENTS.add_builtin(_no_argument(PartialOracleAgent, "partial"), "partial")
 
 
 def _configuration_errors(name: str, build: Callable[[str], Agent]) -> AgentFactory:

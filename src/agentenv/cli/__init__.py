@@ -15,6 +15,7 @@ from agentenv.cli.sandbox_command import sandbox_app
 from agentenv.cli.serve_command import serve
 from agentenv.cli.synth_command import graph, synth_app
 from agentenv.cli.synth_sqlite_command import synth_env
+from agentenv.cli.trials_command import trials
 
 app = typer.Typer(
     name="agent-env",
@@ -54,6 +55,7 @@ app.command()(graph)
 synth_app.command("env")(synth_env)
 app.add_typer(synth_app, name="synth")
 app.command()(run)
+app.command()(trials)
 app.add_typer(task_app, name="task")
 app.add_typer(agent_app, name="agent")
 app.add_typer(sandbox_app, name="sandbox")

@@ -306,7 +306,7 @@ async def harbor_task_spec(task: Path) -> TaskSpec:
         script = solve.read_text()
         solution = {
             "main": {
-                "calls": [{"tool": "bash", "args": {"command": f"bash -c {shlex.quote(script)}"}}],
+                "calls": [{"tool": "bash", "args": {"command": script}}],
                 "response": "Done: ran the reference solution.",
             }
         }

@@ -54,14 +54,14 @@ def _bash(ws: Workspace) -> tuple[Any, str]:
         """Run a shell command in the workspace (its folder is the working directory).
 
         Args:
-            command: The command line, run by `sh -c`.
+            command: The command line, run by `bash -c`.
             timeout: Seconds before it is killed (at most the workspace's limit).
         """
         limit = ws.limits.timeout if timeout is None else min(max(timeout, 0.1), ws.limits.timeout)
         files = ws.files(ctx)
         async with ws.tree(ctx) as tree:
             result = await tree.sandbox.exec(
-                command, timeout=limit, env=ws.spec.sandbox.env or None
+                ["bash", "-c", command], timeout=limit, env=ws.spec.sandbox.env or None
             )
             changes = tree.scan()
         existed = {p for p in changes if files.get(p) is not None}
