@@ -99,7 +99,9 @@ def test_workdir_and_mounts_place_folders_at_fixed_paths_inside() -> None:
     try:
         with BwrapProvider().create(workdir="/app", mounts={"/logs/verifier": logs}) as box:
             (box.workspace / "data.txt").write_text("seed\n")
-            result = run(box.exec("pwd; cat data.txt; echo 1 > /logs/verifier/reward.txt; echo $HOME"))
+            result = run(
+                box.exec("pwd; cat data.txt; echo 1 > /logs/verifier/reward.txt; echo $HOME")
+            )
             assert result.stdout.split() == ["/app", "seed", "/app"]
             assert (logs / "reward.txt").read_text() == "1\n"
             (box.workspace / "sub").mkdir()

@@ -111,5 +111,5 @@ def test_a_missing_program_or_seed_is_a_sandbox_error(tmp_path: Path) -> None:
 def test_local_refuses_fixed_inside_paths_and_names_the_providers_that_can() -> None:
     from agentenv.sandbox import LocalProvider, SandboxError
 
-    with pytest.raises(SandboxError, match="cannot place folders at fixed paths.*bwrap"):
+    with pytest.raises(SandboxError, match=r"cannot place folders at fixed paths.*bwrap"):
         LocalProvider().create(workdir="/app")

@@ -1,6 +1,6 @@
 """Sandbox providers by name: `SANDBOXES`, and `sandbox_provider(name)`.
 
-Built-ins: `local` and `bwrap`. Plugins add more through the entry-point group
+Built-ins: `local`, `bwrap` and `docker`. Plugins add more through the entry-point group
 `agentenv.sandboxes` (a `SandboxProvider` subclass) or `sandboxes = ["module:Class"]` in
 agentenv.toml; built-in names win. `sandbox_type` in a task step names one of these.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from agentenv.registry import Registry, RegistryError
 from agentenv.sandbox.base import SandboxError, SandboxProvider
 from agentenv.sandbox.bwrap import BwrapProvider
+from agentenv.sandbox.docker import DockerProvider
 from agentenv.sandbox.local import LocalProvider
 
 SANDBOXES: Registry[type[SandboxProvider]] = Registry(
@@ -22,6 +23,7 @@ SANDBOXES: Registry[type[SandboxProvider]] = Registry(
 
 SANDBOXES.add_builtin(LocalProvider)
 SANDBOXES.add_builtin(BwrapProvider)
+SANDBOXES.add_builtin(DockerProvider)
 
 
 def sandbox_provider(name: str) -> SandboxProvider:
