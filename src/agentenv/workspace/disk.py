@@ -67,6 +67,8 @@ class WorkTree:
         self.lock = asyncio.Lock()
         """Held by a command from `sync` to `scan`: one command at a time per folder."""
         self._known: dict[str, tuple[_Fingerprint, _Signature]] = {}
+        self.synced: str | None = None
+        """The tree hash the folder was last made to match (None: never synced)."""
         # The folder goes when the tree is dropped or collected, or at exit.
         self._finalizer = weakref.finalize(self, sandbox.destroy if owns_sandbox else _nothing)
 
@@ -97,11 +99,12 @@ class WorkTree:
         record, or None for a removed file. WorkspaceError when a file or the whole tree is
         over its limit (the folder is still remembered as it is, so the next `sync` undoes
         it)."""
+        self.synced = None  # until the caller has written the changes into the state
         changes: dict[str, Record | None] = {}
         seen: set[str] = set()
         total = 0
         too_big: list[str] = []
-        for path, entry in walk(self.root, self.ignore):
+        for path, entry in walk(self.root, self.ignore, self._known):
             st = entry.stat(follow_symlinks=False)
             if not (
                 stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode)

@@ -29,6 +29,11 @@ class Files:
         """The record at an exact tree path, or None."""
         return self.state.get(self.collection, path)
 
+    def tree_hash(self) -> str:
+        """The tree's canonical hash (content and mode of every file; kept up to date by
+        every write, so it costs the same for any tree size)."""
+        return self.state.collection_hash(self.collection)
+
     def records(self) -> list[Record]:
         """Every file, in the tree's order."""
         return self.state.list(self.collection)

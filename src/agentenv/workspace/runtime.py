@@ -94,7 +94,11 @@ class Workspace:
                 resources[key] = tree
         try:
             async with tree.lock:
-                tree.sync(self.files(ctx).records())
+                files = self.files(ctx)
+                current = files.tree_hash()
+                if tree.synced != current:  # a fork, a rollback or a file tool changed it
+                    tree.sync(files.records())
+                    tree.synced = current
                 yield tree
         finally:
             if resources is None:

@@ -64,8 +64,9 @@ def _bash(ws: Workspace) -> tuple[Any, str]:
                 ["bash", "-c", command], timeout=limit, env=ws.spec.sandbox.env or None
             )
             changes = tree.scan()
-        existed = {p for p in changes if files.get(p) is not None}
-        files.apply(changes)
+            existed = {p for p in changes if files.get(p) is not None}
+            files.apply(changes)
+            tree.synced = files.tree_hash()  # the folder and the state agree now
         out: dict[str, Any] = {
             "exit_code": result.exit_code,
             "stdout": result.stdout,

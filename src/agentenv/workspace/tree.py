@@ -18,7 +18,7 @@ import re
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,26 +118,25 @@ def read_folder(root: Path, ignore: Ignore, max_file_bytes: int | None = None) -
     return out
 
 
-def walk(root: Path, ignore: Ignore) -> Iterable[tuple[str, os.DirEntry[str]]]:
+def walk(
+    root: Path, ignore: Ignore, known: Container[str] = ()
+) -> Iterable[tuple[str, os.DirEntry[str]]]:
     """(relative path, entry) of every file, symlink and empty folder under `root`, not
-    following links and skipping ignored paths."""
-    stack = [("", str(root))]
+    following links and skipping ignored paths (a path in `known` is not checked again)."""
+    stack: list[tuple[str, str, os.DirEntry[str] | None]] = [("", str(root), None)]
     while stack:
-        prefix, folder = stack.pop()
+        prefix, folder, own = stack.pop()
         with os.scandir(folder) as scanner:
             entries = list(scanner)
+        if not entries and own is not None:
+            yield prefix[:-1], own
+            continue
         for entry in entries:
             path = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
-                if ignore.folder(entry.name):
-                    continue
-                with os.scandir(entry.path) as inner:
-                    empty = next(inner, None) is None
-                if empty:
-                    yield path, entry
-                else:
-                    stack.append((path + "/", entry.path))
-            elif not ignore(path):
+                if not ignore.folder(entry.name):
+                    stack.append((path + "/", entry.path, entry))
+            elif path in known or not ignore(path):
                 yield path, entry
 
 
