@@ -46,8 +46,13 @@ class Registry(Generic[T]):
     _extra: list[str] = field(default_factory=list)
 
     def add_builtin(self, item: T, name: str | None = None) -> T:
-        """Register a built-in (usable as a class decorator)."""
-        self._builtins[name or self.name_of(item)] = item
+        """Register a built-in (usable as a class decorator); a second built-in of one
+        name is a bug, and an error naming both."""
+        key = name or self.name_of(item)
+        held = self._builtins.get(key)
+        if held is not None and held is not item:
+            raise RegistryError(f"two built-in {self.kind}s named {key!r}: {held!r} and {item!r}")
+        self._builtins[key] = item
         return item
 
     def add_references(self, references: Iterable[str]) -> None:

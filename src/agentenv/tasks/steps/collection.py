@@ -1,4 +1,4 @@
-"""Collection steps: collect_artifacts.
+"""Collection steps: collect_artifacts (its file form is in `steps.sandbox`).
 
 `collect_artifacts` gathers what a run produced (each env's state, each env's trajectory,
 the prompts and answers) into `ctx.artifacts[<step id>]`, and, when the run has a run
@@ -42,6 +42,24 @@ class CollectArtifactsParams(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
         description="Folder under <run_dir>/artifacts/; default: the step's id.",
     )
+    sandbox_name: str | None = Field(default=None, description="Files from this sandbox.")
+    agent_name: str | None = Field(
+        default=None, description="Files from the workspace env the agent works in."
+    )
+    base_path: str | None = Field(
+        default=None, description="Files under this folder (upstream's default: /app/artifact)."
+    )
+    artifact_paths: list[str] | None = None
+    exclude_basenames: list[str] = Field(default_factory=list)
+    artifacts_key: str = "expected_artifacts"
+
+    @property
+    def of_files(self) -> bool:
+        """Whether this collects files (upstream's form) rather than states and records."""
+        return any(
+            getattr(self, n) is not None
+            for n in ("sandbox_name", "agent_name", "base_path", "artifact_paths")
+        )
 
     @model_validator(mode="after")
     def _one_env_field(self) -> CollectArtifactsParams:
@@ -83,31 +101,27 @@ def _write(path: Path, text: str) -> str:
 
 @STEPS.add_builtin
 class CollectArtifacts(Step):
-    """Gather state, trajectories and prompts into `ctx.artifacts` and the run folder."""
+    """Gather state, trajectories and prompts into `ctx.artifacts` and the run folder; or,
+    with upstream's file fields (`sandbox_name`, `agent_name`, `base_path`,
+    `artifact_paths`), files from a sandbox or a workspace env's tree
+    (`steps.sandbox.collect_files`)."""
 
     type_name = "collect_artifacts"
     Params = CollectArtifactsParams
     unhonoured = {
-        name: Unhonoured(
-            "collecting files from an agent's sandbox is not built (this step collects the "
-            "envs' state and trajectories, and the prompts)",
-            refuse=True,
-        )
-        for name in (
-            "agent_name",
-            "base_path",
-            "artifacts_key",
-            "artifact_paths",
-            "manifest_step_id",
-            "exclude_basenames",
-            "sandbox_name",
-            "container_name",
-            "universe_id_suffix",
-        )
+        "manifest_step_id": Unhonoured(
+            "a manifest from an agent's structured output is not built", refuse=True
+        ),
+        "container_name": Unhonoured("Docker containers are not available here", refuse=True),
+        "universe_id_suffix": Unhonoured("collected files are kept under the step's id"),
     }
 
     async def run(self, ctx: TaskContext) -> Any:
         p: CollectArtifactsParams = self.params  # type: ignore[assignment]
+        if p.of_files:
+            from agentenv.tasks.steps.sandbox import collect_files
+
+            return await collect_files(ctx, self.id, p)
         if p.env_id is not None:
             env_ids = [p.env_id]
         elif p.env_ids is not None:

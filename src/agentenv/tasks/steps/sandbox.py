@@ -1,6 +1,7 @@
-"""Sandbox steps: deploy_sandbox, teardown_sandboxes, collect_artifacts, snapshot_agent_state,
-run_docker_container; and the sandbox side of load_artifact and run_code (`setup` hands
-those over here when a step names a sandbox or an artifact by id).
+"""Sandbox steps: deploy_sandbox, teardown_sandboxes, snapshot_agent_state,
+run_docker_container; and the sandbox side of load_artifact, run_code and collect_artifacts
+(`setup` and `collection` hand those over here when a step names a sandbox, an artifact by
+id, or files).
 
 Sandboxes are found by `sandbox_name`, as upstream's are. An "agent's container" (a step
 naming `agent_name`, or neither a sandbox nor an env) is, here, the workspace of the
@@ -363,85 +364,51 @@ async def run_script_artifact(ctx: TaskContext, step_id: str, params: Any, timeo
     return {"result_id": result_id, "result": value, "sandbox_name": box.name}
 
 
-# -- collect_artifacts ---------------------------------------------------------------------
+# -- collect_artifacts (files) ------------------------------------------------------------
 
 
-class CollectParams(_Params):
-    """Fields of `collect_artifacts` (upstream's)."""
-
-    sandbox_name: str | None = None
-    agent_name: str | None = None
-    env_id: str | None = None
-    base_path: str = "/app/artifact"
-    artifact_paths: list[str] = Field(default_factory=list)
-    exclude_basenames: list[str] = Field(default_factory=list)
-    artifacts_key: str = "expected_artifacts"
-
-
-@STEPS.add_builtin
-class CollectArtifacts(Step):
-    """Copy files out of a sandbox (or a workspace env's tree) into the run: `artifact_paths`
-    relative to `base_path` (or absolute), else every file under `base_path`. A missing
-    file is skipped; later steps load the set with `artifact_from_step_id`."""
-
-    type_name = "collect_artifacts"
-    Params = CollectParams
-    unhonoured = {
-        "manifest_step_id": Unhonoured(
-            "a manifest from an agent's structured output is not built", refuse=True
-        ),
-        "container_name": Unhonoured("Docker containers are not available here", refuse=True),
-        "universe_id_suffix": Unhonoured("collected files are kept under the step's id"),
-    }
-
-    async def run(self, ctx: TaskContext) -> Any:
-        p: CollectParams = self.params  # type: ignore[assignment]
-        base = p.base_path.rstrip("/") or "/"
-        if p.sandbox_name is not None:
-            box = ctx.sandbox(p.sandbox_name)
-        else:
-            box = await env_sandbox(
-                ctx, workspace_env(ctx, p.agent_name, p.env_id), f"collect-{self.id}"
-            )
-        wanted = list(p.artifact_paths)
-        seeded = ctx.seed.get(p.artifacts_key)
-        if isinstance(seeded, str) and seeded.strip():
-            wanted = [s.strip() for s in seeded.split(",") if s.strip()]
-        found: dict[str, Path] = {}
-        if wanted:
-            for entry in wanted:
-                name = entry.lstrip("/") if entry.startswith("/") else entry
-                path = box.host_path(entry, base)
-                if path.is_file():
-                    found[name] = path
-        else:
-            root = box.host_path(base)
-            if root.is_dir():
-                for rel, entry in sorted(walk(root, Ignore([]))):
-                    if Path(rel).name not in p.exclude_basenames and Path(entry.path).is_file():
-                        found[rel] = Path(entry.path)
-        out_dir = (
-            (ctx.run_dir / "artifacts" / self.id)
-            if ctx.run_dir
-            else Path(tempfile.mkdtemp(prefix="agentenv-collected-"))
-        )
-        kept: dict[str, str] = {}
-        for name, path in found.items():
-            target = out_dir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-            kept[name] = str(target)
-        record = {
-            "artifacts": kept,
-            "file_artifact_universe": {"id": self.id, "path": str(out_dir)} if kept else None,
-        }
-        ctx.artifacts.setdefault("collected_artifacts", {})[self.id] = record
-        return {
-            **record,
-            "missing": [
-                w for w in wanted if (w.lstrip("/") if w.startswith("/") else w) not in found
-            ],
-        }
+async def collect_files(ctx: TaskContext, step_id: str, p: Any) -> dict[str, Any]:
+    """`collect_artifacts` of files: `artifact_paths` relative to `base_path` (or absolute),
+    else every file under `base_path`, from a sandbox or a workspace env's tree (`env_id`,
+    or the agent's), copied to the run folder's `artifacts/<step id>/`; a missing file is
+    skipped and listed. Later steps load the set with `artifact_from_step_id`."""
+    base = (p.base_path or "/app/artifact").rstrip("/") or "/"
+    if p.sandbox_name is not None:
+        box = ctx.sandbox(p.sandbox_name)
+    else:
+        deployed = workspace_env(ctx, p.agent_name, p.env_id)
+        box = await env_sandbox(ctx, deployed, f"collect-{step_id}")
+    wanted = list(p.artifact_paths or [])
+    seeded = ctx.seed.get(p.artifacts_key)
+    if isinstance(seeded, str) and seeded.strip():
+        wanted = [s.strip() for s in seeded.split(",") if s.strip()]
+    found: dict[str, Path] = {}
+    if wanted:
+        for entry in wanted:
+            path = box.host_path(entry, base)
+            if path.is_file():
+                found[entry.lstrip("/")] = path
+    else:
+        root = box.host_path(base)
+        if root.is_dir():
+            for rel, entry in sorted(walk(root, Ignore([]))):
+                if Path(rel).name not in p.exclude_basenames and Path(entry.path).is_file():
+                    found[rel] = Path(entry.path)
+    if ctx.run_dir is not None:
+        out_dir = ctx.run_dir / "artifacts" / step_id
+    else:
+        out_dir = Path(tempfile.mkdtemp(prefix="agentenv-collected-"))
+    kept: dict[str, str] = {}
+    for name, path in found.items():
+        target = out_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+        kept[name] = str(target)
+    universe = {"id": step_id, "path": str(out_dir)} if kept else None
+    record = {"artifacts": kept, "file_artifact_universe": universe}
+    ctx.artifacts.setdefault("collected_artifacts", {})[step_id] = record
+    missing = [w for w in wanted if w.lstrip("/") not in found]
+    return {**record, "missing": missing}
 
 
 # -- snapshot_agent_state --------------------------------------------------------------------
