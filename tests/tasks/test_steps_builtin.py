@@ -507,8 +507,11 @@ async def test_run_code_of_a_missing_program_fails(base: Path) -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({}, "give exactly one of 'code' or 'command'"),
-        ({"code": "1", "command": "true"}, "give exactly one of 'code' or 'command'"),
+        ({}, "give exactly one of 'code', 'command' or 'script_artifact_id'"),
+        (
+            {"code": "1", "command": "true"},
+            "give exactly one of 'code', 'command' or 'script_artifact_id'",
+        ),
         ({"command": []}, "'command' is an empty list"),
         ({"code": "1", "shell": True}, "shell: unknown field"),
     ],

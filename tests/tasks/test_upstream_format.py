@@ -219,11 +219,13 @@ def test_a_field_we_cannot_honour_is_refused_with_its_reason() -> None:
 
 
 def test_an_upstream_step_type_we_do_not_build_is_named() -> None:
-    spec = TaskSpec.model_validate([{"id": "box", "type": "deploy_sandbox", "sandbox_name": "b"}])
+    spec = TaskSpec.model_validate(
+        [{"id": "box", "type": "run_docker_container", "sandbox_name": "b"}]
+    )
     [problem] = check_task(spec).problems
     assert str(problem) == (
-        "steps[0].type: not supported: 'deploy_sandbox' is a step type of upstream AgentEnv "
-        "that is not built here (step 'box')"
+        "steps[0].type: not supported: 'run_docker_container' is a step type of upstream "
+        "AgentEnv that is not built here (step 'box')"
     )
 
 

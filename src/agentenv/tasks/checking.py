@@ -29,14 +29,10 @@ NOT_BUILT_STEP_TYPES = frozenset(
         "build_mcp_cli",
         "combine_universe_verdicts",
         "deploy_human_agent",
-        "deploy_sandbox",
         "install_agent",
         "register_agent_triggers",
         "review",
-        "run_container_unit_tests_verifier",
         "run_docker_container",
-        "snapshot_agent_state",
-        "teardown_sandboxes",
         "validation_gate_aggregator",
         "verify_a2a_agent_card",
         "verify_a2a_agent_config_identity",
@@ -53,7 +49,6 @@ NOT_BUILT_STEP_TYPES = frozenset(
         "verify_env_card",
         "verify_env_core_protocol",
         "verify_mcp_env_assessment",
-        "verify_sandbox",
         "verify_universe_load_export_roundtrip",
     }
 )

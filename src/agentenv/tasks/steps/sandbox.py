@@ -1,5 +1,5 @@
-"""Sandbox steps: deploy_sandbox, teardown_sandboxes, snapshot_agent_state,
-run_docker_container; and the sandbox side of load_artifact, run_code and collect_artifacts
+"""Sandbox steps: deploy_sandbox, teardown_sandboxes, snapshot_agent_state; and the
+sandbox side of load_artifact, run_code and collect_artifacts
 (`setup` and `collection` hand those over here when a step names a sandbox, an artifact by
 id, or files).
 
@@ -467,26 +467,3 @@ class SnapshotAgentState(Step):
         }
         ctx.artifacts.setdefault("agent_snapshots", []).append(entry)
         return entry
-
-
-# -- run_docker_container --------------------------------------------------------------------
-
-
-class _AnyParams(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-@STEPS.add_builtin
-class RunDockerContainer(Step):
-    """Build and run a Docker image in a sandbox: needs a Docker daemon, which this machine
-    may not have; without one the step fails saying so (its fields are upstream's)."""
-
-    type_name = "run_docker_container"
-    Params = _AnyParams
-
-    async def run(self, ctx: TaskContext) -> Any:
-        provider = SANDBOXES.get("docker") if "docker" in SANDBOXES.names() else None
-        reason = provider.unavailable() if provider is not None else "no docker provider"
-        raise StepError(
-            f"run_docker_container needs Docker: {reason or 'not built for containers yet'}"
-        )
