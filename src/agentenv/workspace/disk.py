@@ -84,6 +84,7 @@ class WorkTree:
         for path in [p for p in self._known if p not in wanted]:
             self._remove(path)
             del self._known[path]
+            self._prune(path, wanted)
             touched += 1
         for path, record in wanted.items():
             print_ = _fingerprint(record)
@@ -185,6 +186,20 @@ class WorkTree:
                 part.mkdir()
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
+
+    def _prune(self, path: str, wanted: dict[str, Record]) -> None:
+        """Remove the folders above a removed file that it leaves empty (unless the state
+        has them as empty folders), so no stray folder is scanned back in."""
+        parts = path.split("/")[:-1]
+        while parts:
+            folder = "/".join(parts)
+            if folder in wanted:
+                return
+            try:
+                (self.root / folder).rmdir()
+            except OSError:
+                return  # not empty (or gone): what is above it is not empty either
+            parts.pop()
 
     def _remove(self, path: str) -> None:
         target = self.root / path

@@ -45,7 +45,7 @@ class Files:
             parts = target.split("/") if target else []
             for i in range(len(parts)):
                 if i == len(parts) - 1 and not follow_last:
-                    break
+                    continue
                 prefix = "/".join(parts[: i + 1])
                 record = self.get(prefix)
                 if record is not None and record["mode"] == SYMLINK:

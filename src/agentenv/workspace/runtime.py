@@ -120,3 +120,9 @@ class _Scratch:
     def put(self, collection: str, record: Record) -> Record:
         self._records[record["path"]] = record
         return record
+
+    def has(self, collection: str, key: str) -> bool:
+        return key in self._records
+
+    def delete(self, collection: str, key: str) -> Record:
+        return self._records.pop(key)

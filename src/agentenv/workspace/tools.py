@@ -100,12 +100,12 @@ def _read_file(ws: Workspace) -> tuple[Any, str]:
         if start_line is None and end_line is None:
             return text
         lines = text.splitlines(keepends=True)
-        first = start_line or 1
+        first = 1 if start_line is None else start_line
         last = len(lines) if end_line is None else end_line
-        if first < 1 or last < first:
-            raise WorkspaceError(f"no lines {first}..{last}: lines count from 1, in order")
         if first > len(lines):
             raise WorkspaceError(f"{path!r} has {len(lines)} lines; line {first} is past its end")
+        if first < 1 or last < first:
+            raise WorkspaceError(f"no lines {first}..{last}: lines count from 1, in order")
         return "".join(lines[first - 1 : last])
 
     return read_file, "read"
@@ -170,7 +170,8 @@ def _list_files(ws: Workspace) -> tuple[Any, str]:
         """
         files = ws.files(ctx)
         folder = files.resolve(path)
-        if folder and files.get(folder) is not None:
+        held = files.get(folder) if folder else None
+        if held is not None and held["mode"] != DIRECTORY:
             raise WorkspaceError(f"{path!r} is a file, not a folder")
         prefix = folder + "/" if folder else ""
         shown = {SYMLINK: lambda r: " -> " + str(r["content"]), DIRECTORY: lambda r: "/"}
