@@ -78,4 +78,4 @@ def _parses(script: str) -> bool:
 
     shell = shutil.which("bash") or "/bin/sh"
     done = subprocess.run([shell, "-n"], input=script, capture_output=True, text=True)
-    return done.returncode == 0
+    return done.returncode == 0 and not done.stderr  # an open heredoc only warns

@@ -205,6 +205,20 @@ class TaskSpec(BaseModel):
         return found
 
 
+def fill_shell_placeholders(value: Any, seed: dict[str, Any]) -> Any:
+    """`fill_placeholders` for shell commands (a string, or a list of them): each value is
+    shell-quoted, so it stays one word whatever it holds."""
+    import shlex
+
+    if isinstance(value, list):
+        return [fill_shell_placeholders(v, seed) for v in value]
+    if not isinstance(value, str):
+        return value
+    return PLACEHOLDER.sub(
+        lambda m: shlex.quote(str(seed[m.group(1)])) if m.group(1) in seed else m.group(0), value
+    )
+
+
 def fill_placeholders(value: Any, seed: dict[str, Any]) -> Any:
     """Replace `<key>` with seed values; a lone placeholder keeps the value's type."""
     if isinstance(value, str):

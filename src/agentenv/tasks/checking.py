@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from agentenv.registry import Registry, RegistryError
 from agentenv.spec.errors import format_location
-from agentenv.spec.task import TaskSpec, fill_placeholders
+from agentenv.spec.task import TaskSpec, fill_placeholders, fill_shell_placeholders
 from agentenv.tasks.step import STEPS, Step
 
 _UNSET = object()
@@ -163,7 +163,11 @@ def check_task(
             message = f"{spec.type!r} is registered but is not a Step class"
             checked.problems.append(problem_at(task, ("steps", i, "type"), message))
             continue
-        raw = fill_placeholders(spec.params, values)
+        raw = fill_placeholders(
+            {k: v for k, v in spec.params.items() if k not in cls.shell_fields}, values
+        )
+        for name in cls.shell_fields & spec.params.keys():
+            raw[name] = fill_shell_placeholders(spec.params[name], values)
         ignored: list[str] = []
         refused = False
         for name, rule in cls.unhonoured.items():

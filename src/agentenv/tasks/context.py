@@ -148,10 +148,13 @@ class TaskContext:
     def sandbox(self, name: str) -> DeployedSandbox:
         """A sandbox a `deploy_sandbox` step made."""
         try:
-            return self.sandboxes[name]
+            box = self.sandboxes[name]
         except KeyError:
             known = ", ".join(self.sandboxes) or "none deployed"
             raise StepError(f"no sandbox {name!r} is deployed ({known})") from None
+        if box.destroyed:
+            raise StepError(f"sandbox {name!r} was torn down (teardown_sandboxes)")
+        return box
 
     def tool_client(
         self, principal: Principal, env_ids: list[str], session: str | None = None

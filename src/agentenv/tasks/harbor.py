@@ -140,6 +140,22 @@ def _missing_packages(command: str) -> tuple[bool, list[str]]:
     return installs, missing
 
 
+def _without_installs(command: str) -> str:
+    """A RUN line with its package installs (all satisfied here) replaced by `true`."""
+    import re
+
+    parts = re.split(r"(&&|\|\||;)", command)
+    out = []
+    for part in parts:
+        words = part.split()
+        installer = len(words) > 1 and (
+            (words[0] in _INSTALLERS and words[1] in ("install", "add", "update"))
+            or (words[0] in ("pip", "pip3") and words[1] == "install")
+        )
+        out.append(" true " if installer else part)
+    return "".join(out)
+
+
 def _refuse(task: Path, line: int, text: str, why: str) -> DocumentError:
     return DocumentError(task / "environment" / "Dockerfile", f"line {line}", f"{text!r}: {why}")
 
@@ -229,8 +245,8 @@ async def build_environment(task: Path) -> Build:
                         f"installs {', '.join(missing)}, which this machine lacks (needs Docker)",
                     )
                 if installs:
-                    build.notes.append(f"line {line}: already on this machine: {command[:80]}")
-                    continue
+                    build.notes.append(f"line {line}: packages already on this machine")
+                    command = _without_installs(command)
                 done = await box.run(command, cwd=cwd, env=build.env, timeout=600)
                 if not done.ok:
                     raise _refuse(

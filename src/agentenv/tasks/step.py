@@ -58,6 +58,9 @@ class Step(ABC):
     default_timeout: ClassVar[float | None] = None
     fail_task_on_error_default: ClassVar[bool] = True
     unhonoured: ClassVar[dict[str, Unhonoured]] = {}
+    shell_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields that are shell commands: their `<key>` placeholders get the seed's values
+    shell-quoted, so a value cannot add commands of its own."""
 
     def __init__(self, spec: StepSpec, params: BaseModel) -> None:
         self.spec = spec

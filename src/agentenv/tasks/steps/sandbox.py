@@ -27,7 +27,7 @@ from agentenv.spec.wire import DataPart
 from agentenv.tasks.context import DeployedEnv, TaskContext
 from agentenv.tasks.sandboxes import DeployedSandbox
 from agentenv.tasks.step import STEPS, Step, StepError, Unhonoured
-from agentenv.workspace import WorkTree, record_of
+from agentenv.workspace import WorkspaceError, WorkTree, record_of
 from agentenv.workspace.tree import Ignore, clean_path, walk
 
 
@@ -262,7 +262,10 @@ async def load_into(ctx: TaskContext, params: Any) -> dict[str, Any]:
         deployed = workspace_env(ctx, params.agent_name, params.env_id)
         workspace = deployed.env.workspace
         assert workspace is not None
-        prefix = clean_path(params.destination_path or "", workspace.workdir)
+        try:
+            prefix = clean_path(params.destination_path or "", workspace.workdir)
+        except WorkspaceError as exc:
+            raise StepError(f"destination_path: {exc}") from None
         records = [
             record_of(f"{prefix}/{name}" if prefix else name, path.read_bytes())
             for name, path in files.items()

@@ -194,6 +194,7 @@ class RunContainerUnitTestsVerifier(Step):
     Params = UnitTestsParams
     is_verifier = True
     default_timeout = 1800.0
+    shell_fields = frozenset({"command", "setup_commands"})
     unhonoured = {"user": Unhonoured("commands run as this machine's user", honoured=("root",))}
 
     async def run(self, ctx: TaskContext) -> Any:
@@ -222,10 +223,7 @@ class RunContainerUnitTestsVerifier(Step):
             reward_file = box.host_path(p.reward_path)
             reward_file.unlink(missing_ok=True)
             reward_file.parent.mkdir(parents=True, exist_ok=True)
-        command = p.command
-        for key, value in ctx.seed.items():
-            command = command.replace(f"<{key}>", _shell_quote(str(value)))
-        result = await box.run(command, timeout=p.timeout_sec, env=env)
+        result = await box.run(p.command, timeout=p.timeout_sec, env=env)
         extracted: dict[str, Any] = {}
         for path in p.result_paths:
             try:
@@ -250,9 +248,13 @@ class RunContainerUnitTestsVerifier(Step):
             reward = _reward(
                 raw if isinstance(raw, str) else json.dumps(raw) if raw is not None else None
             )
+            if result.timed_out:
+                reward = None  # a test run cut short earns nothing, whatever it wrote (as Harbor)
             message = (
                 f"reward={reward} (exit_code={result.exit_code} timed_out={result.timed_out})"
                 if reward is not None
+                else f"timed out after {p.timeout_sec:g} s: no reward"
+                if result.timed_out
                 else f"reward file {p.reward_path!r} missing or non-numeric (exit_code={result.exit_code})"
             )
             value = reward or 0.0
@@ -262,7 +264,3 @@ class RunContainerUnitTestsVerifier(Step):
             message = f"exit_code={result.exit_code} timed_out={result.timed_out}"
             rows = [{"id": "exit_code", "score": value, "result": result.ok, "message": message}]
         return Score(score=value, passed=value >= 1.0, details={**details, "results": rows})
-
-
-def _shell_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"

@@ -1,0 +1,138 @@
+"""Verifier reliability trials (`run_trials`): the oracle must pass, a no-op agent and a
+partial agent (the oracle's first half) must fail; tasks in bundles written to tmp_path,
+and the Harbor example."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentenv.sandbox import BwrapProvider
+from agentenv.tasks.bundle import Task
+from agentenv.tasks.trials import run_trials
+
+_NO_BWRAP = BwrapProvider.unavailable()
+pytestmark = pytest.mark.skipif(
+    _NO_BWRAP is not None, reason=f"bwrap is not available here: {_NO_BWRAP}"
+)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor" / "word-stats"
+
+WORKSPACE_ENV = """\
+apiVersion: agentenv/v1
+kind: Environment
+name: ws
+roles: [{name: agent}]
+workspace:
+  seed: {files: {"README.md": "the seed\\n"}}
+  sandbox: {provider: bwrap, workdir: /app}
+"""
+
+TWO_FILES = {
+    "calls": [
+        {"tool": "write_file", "args": {"path": "done.txt", "content": "done\n"}},
+        {"tool": "write_file", "args": {"path": "second.txt", "content": "second\n"}},
+    ],
+    "response": "Wrote both files.",
+}
+
+
+def task_document(criteria: list[dict[str, Any]], solution: dict[str, Any] | None) -> Any:
+    doc: dict[str, Any] = {
+        "steps": [
+            {"id": "env", "type": "deploy_env", "env_id": "ws", "env": "ws"},
+            {"id": "agent", "type": "deploy_agent", "agent_name": "dev", "env_ids": ["ws"]},
+            {
+                "id": "ask",
+                "type": "prompt_agent",
+                "prompt_id": "main",
+                "agent_name": "dev",
+                "prompt": "Write done.txt and second.txt.",
+            },
+            {"id": "check", "type": "verify_sandbox", "env_id": "ws", "criteria": criteria},
+        ]
+    }
+    if solution is not None:
+        doc["solution"] = {"main": solution}
+    return doc
+
+
+def bundle_task(root: Path, name: str, doc: Any) -> Task:
+    (root / "envs" / "ws").mkdir(parents=True, exist_ok=True)
+    (root / "envs" / "ws" / "env.yaml").write_text(WORKSPACE_ENV)
+    (root / "tasks").mkdir(exist_ok=True)
+    (root / "tasks" / f"{name}.json").write_text(json.dumps(doc))
+    return Task.load(root / "tasks" / f"{name}.json")
+
+
+SEED_ONLY = [{"type": "probe_file_contains", "paths": ["README.md"], "expected": "seed"}]
+BOTH_FILES = [{"type": "probe_file_exists", "paths": ["done.txt", "second.txt"]}]
+
+
+async def test_a_verifier_the_seed_already_satisfies_is_unreliable(tmp_path: Path) -> None:
+    task = bundle_task(tmp_path / "b", "always", task_document(SEED_ONLY, TWO_FILES))
+    trials = await run_trials(task)
+    assert trials.task == "b/always"
+    assert trials.reliable is False
+    assert "a no-op agent passes" in trials.problems
+    assert "a partial solution (the oracle's first half) passes" in trials.problems
+    assert set(trials.runs) == {"oracle", "noop", "partial"}
+    assert all(run.passed for run in trials.runs.values())
+
+
+async def test_a_verifier_that_needs_the_whole_solution_is_reliable(tmp_path: Path) -> None:
+    task = bundle_task(tmp_path / "b", "proper", task_document(BOTH_FILES, TWO_FILES))
+    trials = await run_trials(task, tmp_path / "out")
+    assert trials.problems == []
+    assert trials.reliable is True
+    runs = trials.runs
+    assert (runs["oracle"].passed, runs["oracle"].score) == (True, 1.0)
+    assert (runs["noop"].passed, runs["noop"].score) == (False, 0.0)
+    assert (runs["partial"].passed, runs["partial"].score) == (False, 0.0)
+    for agent in ("oracle", "noop", "partial"):  # each run's folder, under its agent
+        scores = json.loads((tmp_path / "out" / agent / "b__proper" / "scores.json").read_text())
+        assert scores["passed"] is runs[agent].passed
+
+
+async def test_an_oracle_that_fails_makes_the_task_unreliable(tmp_path: Path) -> None:
+    criteria = [{"type": "probe_file_exists", "paths": ["never-written.txt"]}]
+    task = bundle_task(tmp_path / "b", "broken", task_document(criteria, TWO_FILES))
+    trials = await run_trials(task)
+    assert trials.reliable is False
+    assert [p for p in trials.problems if p.startswith("the oracle fails")]
+    assert trials.runs["oracle"].passed is False
+
+
+async def test_a_task_without_a_solution_cannot_be_tried(tmp_path: Path) -> None:
+    task = bundle_task(tmp_path / "b", "unsolved", task_document(BOTH_FILES, None))
+    trials = await run_trials(task)
+    assert trials.reliable is False
+    assert trials.problems == ["no reference solution to try"]
+    assert trials.runs == {}
+
+
+async def test_a_solution_that_cannot_be_halved_is_tried_without_the_partial_agent(
+    tmp_path: Path,
+) -> None:
+    one_call = {"calls": TWO_FILES["calls"][:1], "response": "Wrote it."}
+    criteria = [{"type": "probe_file_exists", "paths": ["done.txt"]}]
+    task = bundle_task(tmp_path / "b", "single", task_document(criteria, one_call))
+    trials = await run_trials(task)
+    assert set(trials.runs) == {"oracle", "noop"}
+    assert trials.reliable is True, trials.problems
+
+
+def test_the_harbor_example_is_reliable() -> None:
+    from agentenv.cli.run_command import tasks_of
+
+    (task,) = tasks_of(str(EXAMPLE))
+    trials = asyncio.run(run_trials(task))
+    assert trials.problems == []
+    assert trials.reliable is True
+    assert trials.runs["oracle"].score == 1.0
+    assert trials.runs["noop"].passed is False
+    assert trials.runs["partial"].passed is False  # half of solve.sh writes no summary
