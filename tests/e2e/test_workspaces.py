@@ -1,0 +1,200 @@
+"""The issue-14 examples as a user runs them: `agent-env run` and `agent-env trials` as
+processes, over the workspace bundle, upstream's sandbox steps and a Harbor task; and a
+workspace env served over HTTP. Skipped with the reason where bubblewrap is missing (the
+examples use it; .ci/run installs it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentenv.sandbox import BwrapProvider
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.skipif(
+    BwrapProvider.unavailable() is not None, reason=str(BwrapProvider.unavailable())
+)
+
+
+def agent_env(command: list[str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize(
+    ("target", "tasks"),
+    [
+        ("examples/bundles/repo-fix", ["repo-fix__fix-totals", "repo-fix__format-cents"]),
+        ("examples/bundles/sandbox-steps", ["sandbox-steps__hello", "sandbox-steps__pipeline"]),
+        ("examples/harbor/word-stats", ["harbor__word-stats"]),
+    ],
+)
+def test_the_oracle_passes_every_example_task(
+    agent_env_command: list[str], tmp_path: Path, target: str, tasks: list[str]
+) -> None:
+    done = agent_env(
+        agent_env_command, "run", str(ROOT / target), "--agent", "oracle", "--out",
+        str(tmp_path / "run"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(tasks)} tasks, {len(tasks)} passed, mean score 1.00" in done.stdout
+    for name in tasks:
+        scores = json.loads((tmp_path / "run" / name / "scores.json").read_text())
+        assert scores["passed"] is True and scores["score"] == 1.0
+
+
+def test_the_final_state_of_a_workspace_task_is_the_tree(
+    agent_env_command: list[str], tmp_path: Path
+) -> None:
+    task = ROOT / "examples/bundles/repo-fix/tasks/fix-totals.yaml"
+    done = agent_env(
+        agent_env_command, "run", str(task), "--out", str(tmp_path / "r"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = json.loads((tmp_path / "r" / "repo-fix__fix-totals" / "final_state.json").read_text())
+    files = (
+        {r["path"]: r for r in state["repo"]["files"]}
+        if "repo" in state
+        else {r["path"]: r for r in state["files"]}
+    )
+    assert "ROUND_HALF_UP" in files["invoice/totals.py"]["content"]
+    assert files["tests/test_totals.py"]["mode"] == "100644"
+
+
+def test_a_no_op_agent_fails_the_workspace_tasks(
+    agent_env_command: list[str], tmp_path: Path
+) -> None:
+    done = agent_env(
+        agent_env_command, "run", str(ROOT / "examples/bundles/repo-fix"), "--agent", "noop",
+        "--out", str(tmp_path / "r"), cwd=tmp_path,
+    )  # fmt: skip
+    assert "2 tasks, 0 passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_trials_call_the_harbor_task_reliable(agent_env_command: list[str], tmp_path: Path) -> None:
+    done = agent_env(
+        agent_env_command, "trials", str(ROOT / "examples/harbor/word-stats"), "--out",
+        str(tmp_path / "t"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [report] = json.loads((tmp_path / "t" / "report.json").read_text())
+    assert report["reliable"] is True
+    assert {a: r["passed"] for a, r in report["runs"].items()} == {
+        "oracle": True,
+        "noop": False,
+        "partial": False,
+    }
+
+
+def test_a_workspace_env_is_served_with_its_roles(
+    agent_env_command: list[str], loopback_port: Callable[[], int], tmp_path: Path
+) -> None:
+    port = loopback_port()
+    server = subprocess.Popen(
+        [*agent_env_command, "serve", str(ROOT / "examples/envs/repo-fix"), "--port", str(port)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(url + "/", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+
+        def step(role: str, body: dict[str, object]) -> dict[str, object]:
+            answer = httpx.post(
+                url + "/step", json=body, headers={"AgentEnv-Role": role}, timeout=60
+            )
+            return answer.json()
+
+        ran = step("agent", {"action": "call_tool", "tool_name": "bash",
+                             "arguments": {"command": "pwd; python3 -m unittest 2>&1 | tail -1"}})  # fmt: skip
+        assert ran["structuredContent"]["stdout"] == "/app\nFAILED (failures=2)\n"
+        listed = step("reviewer", {"action": "list_tools"})
+        assert sorted(t["name"] for t in listed["tools"]) == [
+            "list_files",
+            "read_file",
+            "search_files",
+        ]
+        refused = step(
+            "reviewer", {"action": "call_tool", "tool_name": "bash", "arguments": {"command": "ls"}}
+        )
+        assert refused.get("isError") is True or refused.get("ok") is False
+    finally:
+        server.terminate()
+        server.wait(timeout=30)    files = {r["path"]: r for r in state["repo"]["files"]}  # by env id, then collection
+    assert "ROUND_HALF_UP" in files["invoice/totals.py"]["content"]
+    assert files["tests/test_totals.py"]["mode"] == "100644"
+
+
+def test_a_no_op_agent_fails_the_workspace_tasks(
+    agent_env_command: list[str], tmp_path: Path
+) -> None:
+    done = agent_env(
+        agent_env_command, "run", str(ROOT / "examples/bundles/repo-fix"), "--agent", "noop",
+        "--out", str(tmp_path / "r"), cwd=tmp_path,
+    )  # fmt: skip
+    assert "2 tasks, 0 passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_trials_call_the_harbor_task_reliable(agent_env_command: list[str], tmp_path: Path) -> None:
+    done = agent_env(
+        agent_env_command, "trials", str(ROOT / "examples/harbor/word-stats"), "--out",
+        str(tmp_path / "t"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [report] = json.loads((tmp_path / "t" / "report.json").read_text())
+    assert report["reliable"] is True
+    assert {a: r["passed"] for a, r in report["runs"].items()} == {
+        "oracle": True,
+        "noop": False,
+        "partial": False,
+    }
+
+
+def test_a_workspace_env_is_served_with_its_roles(
+    agent_env_command: list[str], loopback_port: Callable[[], int], tmp_path: Path
+) -> None:
+    port = loopback_port()
+    server = subprocess.Popen(
+        [*agent_env_command, "serve", str(ROOT / "examples/envs/repo-fix"), "--port", str(port)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(url + "/", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+
+        def step(role: str, body: dict[str, object]) -> dict[str, object]:
+            answer = httpx.post(
+                url + "/step", json=body, headers={"AgentEnv-Role": role}, timeout=60
+            )
+            return answer.json()
+
+        ran = step("agent", {"action": "call_tool", "tool_name": "bash",
+                             "arguments": {"command": "pwd; python3 -m unittest 2>&1 | tail -1"}})  # fmt: skip
+        assert ran["structuredContent"]["stdout"] == "/app\nFAILED (failures=2)\n"
+        listed = step("reviewer", {"action": "list_tools"})
+        assert sorted(t["name"] for t in listed["tools"]) == [
+            "list_files",
+            "read_file",
+            "search_files",
+        ]
+        refused = step(
+            "reviewer", {"action": "call_tool", "tool_name": "bash", "arguments": {"command": "ls"}}
+        )
+        assert refused.get("isError") is True or refused.get("ok") is False
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
