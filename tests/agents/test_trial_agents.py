@@ -8,18 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.tasks.sandbox_bundles import WORKSPACE_ENV, needs_bwrap
 
 from agentenv.agents import NoopAgent, PartialOracleAgent, make_agent
 from agentenv.agents.oracle import half_of
-from agentenv.sandbox import BwrapProvider
 from agentenv.spec.task import SolutionCall
 from agentenv.tasks.bundle import Task
 from agentenv.tasks.run_folder import run_to_folder
-
-_NO_BWRAP = BwrapProvider.unavailable()
-needs_bwrap = pytest.mark.skipif(
-    _NO_BWRAP is not None, reason=f"bwrap is not available here: {_NO_BWRAP}"
-)
 
 
 def bash(command: str, **extra: object) -> SolutionCall:
@@ -103,15 +98,6 @@ def test_half_of_a_single_call_that_is_not_bash_is_none() -> None:
 
 # -- the agents on a task ---------------------------------------------------------------------
 
-WORKSPACE_ENV = """\
-apiVersion: agentenv/v1
-kind: Environment
-name: ws
-roles: [{name: agent}]
-workspace:
-  seed: {files: {"README.md": "the seed\\n"}}
-  sandbox: {provider: bwrap, workdir: /app}
-"""
 
 TASK = {
     "steps": [

@@ -9,25 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tasks.sandbox_bundles import NO_BWRAP, WORKSPACE_ENV
 from typer.testing import CliRunner
 
 from agentenv.cli import app
-from agentenv.sandbox import BwrapProvider
 
-_NO_BWRAP = BwrapProvider.unavailable()
 pytestmark = pytest.mark.skipif(
-    _NO_BWRAP is not None, reason=f"bwrap is not available here: {_NO_BWRAP}"
+    NO_BWRAP is not None, reason=f"bwrap is not available here: {NO_BWRAP}"
 )
 
-WORKSPACE_ENV = """\
-apiVersion: agentenv/v1
-kind: Environment
-name: ws
-roles: [{name: agent}]
-workspace:
-  seed: {files: {"README.md": "the seed\\n"}}
-  sandbox: {provider: bwrap, workdir: /app}
-"""
 
 SOLUTION = {
     "main": {

@@ -9,59 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from agentenv.agents import make_agent
-from agentenv.sandbox import SANDBOXES, BwrapProvider
-from agentenv.spec.task import TaskSpec
-from agentenv.tasks import TaskContext, TaskError, TaskResult, build_steps
-from agentenv.tasks.bundle import Task
-from agentenv.tasks.run_folder import run_to_folder
-
-_NO_BWRAP = BwrapProvider.unavailable()
-needs_bwrap = pytest.mark.skipif(
-    _NO_BWRAP is not None, reason=f"bwrap is not available here: {_NO_BWRAP}"
+from tests.tasks.sandbox_bundles import (
+    BOX,
+    WORKSPACE_ENV,
+    needs_bwrap,
+    run,
+    step,
+    write_bundle,
 )
 
-WORKSPACE_ENV = """\
-apiVersion: agentenv/v1
-kind: Environment
-name: ws
-roles: [{name: agent}]
-workspace:
-  seed: {files: {"README.md": "the seed\\n"}}
-  sandbox: {provider: bwrap, workdir: /app}
-"""
-
-BOX = {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box", "sandbox_mode": "vm"}
-
-
-def write_bundle(
-    root: Path,
-    steps: list[dict[str, Any]],
-    artifacts: dict[str, dict[str, str]] | None = None,
-    envs: dict[str, str] | None = None,
-) -> Path:
-    """A bundle with one task (upstream's bare list of steps); the task file's path."""
-    (root / "tasks").mkdir(parents=True)
-    for name, files in (artifacts or {}).items():
-        for rel, text in files.items():
-            path = root / "artifacts" / name / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    for name, text in (envs or {}).items():
-        (root / "envs" / name).mkdir(parents=True)
-        (root / "envs" / name / "env.yaml").write_text(text)
-    task = root / "tasks" / "x.json"
-    task.write_text(json.dumps(steps))
-    return task
-
-
-async def run(path: Path, run_dir: Path | None = None) -> tuple[TaskContext, TaskResult]:
-    return await run_to_folder(Task.load(path), lambda request: make_agent("oracle"), run_dir)
-
-
-def step(result: TaskResult, sid: str) -> Any:
-    return next(s for s in result.steps if s.id == sid)
+from agentenv.sandbox import SANDBOXES
+from agentenv.spec.task import TaskSpec
+from agentenv.tasks import TaskError, build_steps
 
 
 def hello_steps() -> list[dict[str, Any]]:

@@ -9,20 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tasks.sandbox_bundles import BOX, NO_BWRAP, run, step, write_bundle
 
-from agentenv.agents import make_agent
-from agentenv.sandbox import BwrapProvider
-from agentenv.tasks import TaskContext, TaskResult
-from agentenv.tasks.bundle import Task
-from agentenv.tasks.run_folder import run_to_folder
+from agentenv.tasks import TaskResult
 
-_NO_BWRAP = BwrapProvider.unavailable()
 pytestmark = pytest.mark.skipif(
-    _NO_BWRAP is not None, reason=f"bwrap is not available here: {_NO_BWRAP}"
+    NO_BWRAP is not None, reason=f"bwrap is not available here: {NO_BWRAP}"
 )
 
 REWARD = "/logs/verifier/reward.txt"
-BOX = {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box", "sandbox_mode": "vm"}
 LOAD = {
     "id": "load",
     "type": "load_artifact",
@@ -45,39 +40,6 @@ workspace:
       "src/app.py": "print('hi')\\n"
   sandbox: {provider: bwrap, workdir: /app}
 """
-
-
-def write_bundle(
-    root: Path,
-    steps: list[dict[str, Any]],
-    artifacts: dict[str, dict[str, str]] | None = None,
-    envs: dict[str, str] | None = None,
-) -> Path:
-    """A bundle with one task (upstream's bare list of steps); the task file's path."""
-    (root / "tasks").mkdir(parents=True)
-    for name, files in (artifacts or {}).items():
-        for rel, text in files.items():
-            path = root / "artifacts" / name / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    for name, text in (envs or {}).items():
-        (root / "envs" / name).mkdir(parents=True)
-        (root / "envs" / name / "env.yaml").write_text(text)
-    task = root / "tasks" / "x.json"
-    task.write_text(json.dumps(steps))
-    return task
-
-
-async def run(
-    path: Path, run_dir: Path | None = None, seed: dict[str, Any] | None = None
-) -> tuple[TaskContext, TaskResult]:
-    return await run_to_folder(
-        Task.load(path), lambda request: make_agent("oracle"), run_dir, seed=seed
-    )
-
-
-def step(result: TaskResult, sid: str) -> Any:
-    return next(s for s in result.steps if s.id == sid)
 
 
 def verify(criteria: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:

@@ -10,27 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tasks.sandbox_bundles import NO_BWRAP, WORKSPACE_ENV
 
-from agentenv.sandbox import BwrapProvider
 from agentenv.tasks.bundle import Task
 from agentenv.tasks.trials import run_trials
 
-_NO_BWRAP = BwrapProvider.unavailable()
 pytestmark = pytest.mark.skipif(
-    _NO_BWRAP is not None, reason=f"bwrap is not available here: {_NO_BWRAP}"
+    NO_BWRAP is not None, reason=f"bwrap is not available here: {NO_BWRAP}"
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor" / "word-stats"
 
-WORKSPACE_ENV = """\
-apiVersion: agentenv/v1
-kind: Environment
-name: ws
-roles: [{name: agent}]
-workspace:
-  seed: {files: {"README.md": "the seed\\n"}}
-  sandbox: {provider: bwrap, workdir: /app}
-"""
 
 TWO_FILES = {
     "calls": [
