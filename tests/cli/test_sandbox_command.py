@@ -52,3 +52,21 @@ def test_an_unknown_provider_is_one_error_line() -> None:
 def test_providers_lists_each_with_its_state() -> None:
     result = runner.invoke(app, ["sandbox", "providers"])
     assert result.exit_code == 0 and "local" in result.output and "bwrap" in result.output
+
+
+def test_a_program_that_does_not_exist_is_exit_127_with_a_message() -> None:
+    result = runner.invoke(app, ["sandbox", "run", "--", "no-such-program-here"])
+    assert result.exit_code == 127
+    assert "cannot start 'no-such-program-here': no such program" in result.output
+
+
+def test_programs_are_found_on_the_callers_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tool = tmp_path / "bin" / "my-tool"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho from my tool\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:/usr/bin:/bin")
+    result = runner.invoke(app, ["sandbox", "run", "--", "my-tool"])
+    assert result.exit_code == 0 and result.stdout == "from my tool\n"

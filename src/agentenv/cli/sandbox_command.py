@@ -42,7 +42,11 @@ def run(
     except (SandboxError, ValueError) as exc:
         fail(str(exc))
     with sandbox:
-        result = asyncio.run(sandbox.exec(command))
+        try:
+            result = asyncio.run(sandbox.exec(command))
+        except SandboxError as exc:  # e.g. no such program: the shell's 127
+            sys.stderr.write(f"error: {exc}\n")
+            raise typer.Exit(127) from None
         if keep is not None:
             sandbox.snapshot(keep)
     sys.stdout.write(result.stdout)

@@ -29,9 +29,12 @@ _MB = 1024 * 1024
 
 
 def base_env(home: str, extra: Mapping[str, str] | None) -> dict[str, str]:
-    """The variables a command gets: a minimal set (PATH, LANG, HOME) plus `extra`; nothing
-    of ours leaks in (no tokens, no virtualenv)."""
-    return {**_BASE_ENV, "HOME": home, "TMPDIR": "/tmp", **(extra or {})}
+    """The variables a command gets: a minimal set (LANG, HOME, TMPDIR) plus `extra`, and the
+    caller's PATH, so that a program is found as it is in the caller's shell (`python` of
+    pyenv, a virtualenv's tools); nothing else of ours leaks in (no tokens, no
+    `VIRTUAL_ENV`, no proxy settings)."""
+    path = os.environ.get("PATH") or _BASE_ENV["PATH"]
+    return {**_BASE_ENV, "PATH": path, "HOME": home, "TMPDIR": "/tmp", **(extra or {})}
 
 
 def _prlimit_args(limits: SandboxLimits) -> list[str]:
