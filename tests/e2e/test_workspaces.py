@@ -6,6 +6,7 @@ examples use it; .ci/run installs it)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -126,3 +127,32 @@ def test_a_workspace_env_is_served_with_its_roles(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+UPSTREAM_HELLO = (
+    ROOT / ".venv-upstream/src/agentenv_framework-0.9.1364/src/agent_env/examples/hello"
+)
+
+
+def test_upstreams_own_sandbox_bundle_runs_unchanged(
+    agent_env_command: list[str], tmp_path: Path
+) -> None:
+    """Upstream's `hello` example (deploy_sandbox, load_artifact, verify_sandbox), from its
+    source as published, passes; with its greeting changed it scores 0, as upstream's does."""
+    if not (UPSTREAM_HELLO / "tasks" / "hello.json").is_file():
+        pytest.skip("upstream's framework source is not unpacked in .venv-upstream/")
+    bundle = tmp_path / "hello"
+    shutil.copytree(UPSTREAM_HELLO, bundle)
+    done = agent_env(
+        agent_env_command, "run", str(bundle), "--out", str(tmp_path / "r"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 tasks, 1 passed, mean score 1.00" in done.stdout
+    (bundle / "artifacts" / "greeting" / "hello.txt").write_text("goodbye\n")
+    again = agent_env(
+        agent_env_command, "run", str(bundle), "--out", str(tmp_path / "s"), cwd=tmp_path
+    )
+    assert "1 tasks, 0 passed, mean score 0.00" in again.stdout, again.stdout + again.stderr
+    scores = json.loads((tmp_path / "s" / "hello__hello" / "scores.json").read_text())
+    rows = scores["scores"]["hello"]["details"]["results"]
+    assert rows and all(row["result"] is False for row in rows)
