@@ -238,3 +238,26 @@ def task_list(
             typer.echo(f"{bundle.name}/{file.stem}\t{first}")
     if not found:
         console.print("no tasks found (set AGENTENV_PATH or run from a folder with bundles)")
+
+
+@task_app.command("import-harbor")
+def import_harbor(
+    source: Annotated[Path, typer.Argument(help="A Harbor task directory, or a folder of them.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The bundle folder to write into.")],
+) -> None:
+    """Write Harbor tasks into a bundle: each one's built environment under envs/, its
+    tests under artifacts/, its task (with solve.sh as the solution) under tasks/."""
+    from agentenv.tasks.harbor import import_harbor_task
+
+    found = harbor_tasks(source) if source.is_dir() else []
+    if not found:
+        fail(
+            f"{source} is not a Harbor task directory (instruction.md and task.toml) nor holds one"
+        )
+    for task in found:
+        try:
+            written = asyncio.run(import_harbor_task(task, out))
+        except DocumentError as exc:
+            fail(str(exc))
+        console.print(f"{task.name} -> {written}", highlight=False)
+    console.print(f"run them: agent-env run {out} --agent oracle", highlight=False)

@@ -290,22 +290,14 @@ def _toml(task: Path) -> dict[str, Any]:
         raise DocumentError(task / TASK_TOML, "", f"not TOML: {exc}") from None
 
 
-async def harbor_task_spec(task: Path) -> TaskSpec:
-    """Our task document for a Harbor task directory (its environment built, see
-    `build_environment`); DocumentError naming what cannot be honoured."""
-    task = task.resolve()
-    config = _toml(task)
-    agent_timeout = float(config.get("agent", {}).get("timeout_sec", 600))
-    verifier_timeout = float(config.get("verifier", {}).get("timeout_sec", 600))
-    build = await build_environment(task)
-    env_file = build.tree.parent / f"{build.tree.name}.yaml"
-    document = {
+def _env_document(task: Path, build: Build, seed: str, agent_timeout: float) -> dict[str, Any]:
+    return {
         "apiVersion": "agentenv/v1",
         "kind": "Environment",
         "name": _name(task.name),
         "description": f"Harbor task {task.name}, built from environment/Dockerfile",
         "workspace": {
-            "seed": {"folder": str(build.tree)},
+            "seed": {"folder": seed},
             "sandbox": {
                 "provider": "bwrap",
                 "workdir": build.workdir,
@@ -314,22 +306,27 @@ async def harbor_task_spec(task: Path) -> TaskSpec:
             },
         },
     }
-    env_file.write_text(yaml.safe_dump(document, sort_keys=False))
-    atexit.register(env_file.unlink, True)
+
+
+def _task_document(
+    task: Path, config: dict[str, Any], build: Build, env_ref: str, tests_ref: str
+) -> dict[str, Any]:
+    """The task: deploy the env, prompt with the instruction, grade with the tests."""
+    if not (task / "tests" / "test.sh").is_file():
+        raise DocumentError(task, "tests/test.sh", "a Harbor task needs tests/test.sh")
+    agent_timeout = float(config.get("agent", {}).get("timeout_sec", 600))
+    verifier_timeout = float(config.get("verifier", {}).get("timeout_sec", 600))
     solve = task / "solution" / "solve.sh"
     solution: dict[str, Any] = {}
     if solve.is_file():
-        script = solve.read_text()
         solution = {
             "main": {
-                "calls": [{"tool": "bash", "args": {"command": script}}],
+                "calls": [{"tool": "bash", "args": {"command": solve.read_text()}}],
                 "response": "Done: ran the reference solution.",
             }
         }
-    if not (task / "tests" / "test.sh").is_file():
-        raise DocumentError(task, "tests/test.sh", "a Harbor task needs tests/test.sh")
     steps = [
-        {"id": "deploy", "type": "deploy_env", "env_id": "task", "env": str(env_file)},
+        {"id": "deploy", "type": "deploy_env", "env_id": "task", "env": env_ref},
         {"id": "agent", "type": "deploy_agent", "agent_name": "agent", "env_ids": ["task"]},
         {
             "id": "solve",
@@ -343,22 +340,59 @@ async def harbor_task_spec(task: Path) -> TaskSpec:
             "id": "tests",
             "type": "run_container_unit_tests_verifier",
             "env_id": "task",
-            "load": {str(task / "tests"): "/tests"},
+            "load": {tests_ref: "/tests"},
             "command": "bash /tests/test.sh",
             "reward_path": REWARD_PATH,
             "timeout_sec": verifier_timeout,
         },
     ]
-    metadata = {"harbor": {"path": str(task), "notes": build.notes, **config.get("metadata", {})}}
-    return TaskSpec.model_validate(
-        {
-            "name": _name(task.name),
-            "description": f"Harbor task {task.name}",
-            "steps": steps,
-            "solution": solution,
-            "metadata": metadata,
-        }
-    )
+    metadata = {"harbor": {"source": task.name, "notes": build.notes, **config.get("metadata", {})}}
+    return {
+        "name": _name(task.name),
+        "description": f"Harbor task {task.name}",
+        "steps": steps,
+        "solution": solution,
+        "metadata": metadata,
+    }
+
+
+async def harbor_task_spec(task: Path) -> TaskSpec:
+    """Our task document for a Harbor task directory (its environment built, see
+    `build_environment`); DocumentError naming what cannot be honoured."""
+    task = task.resolve()
+    config = _toml(task)
+    agent_timeout = float(config.get("agent", {}).get("timeout_sec", 600))
+    build = await build_environment(task)
+    env_file = build.tree.parent / f"{build.tree.name}.yaml"
+    document = _env_document(task, build, str(build.tree), agent_timeout)
+    env_file.write_text(yaml.safe_dump(document, sort_keys=False))
+    atexit.register(env_file.unlink, True)
+    spec = _task_document(task, config, build, str(env_file), str(task / "tests"))
+    return TaskSpec.model_validate(spec)
+
+
+async def import_harbor_task(task: Path, bundle: Path) -> Path:
+    """Write a Harbor task into a bundle, to run and edit as ours: `envs/<name>/` (the
+    built tree and its environment.yaml), `artifacts/<name>-tests/` (the held-back tests)
+    and `tasks/<name>.yaml` (with the reference solution). The task file's path."""
+    task = task.resolve()
+    config = _toml(task)
+    name = _name(task.name)
+    agent_timeout = float(config.get("agent", {}).get("timeout_sec", 600))
+    build = await build_environment(task)
+    env_dir = bundle / "envs" / name
+    if env_dir.exists() or (bundle / "tasks" / f"{name}.yaml").exists():
+        raise DocumentError(bundle, name, "the bundle already has a task or env of this name")
+    shutil.copytree(build.tree, env_dir / "tree", symlinks=True)
+    document = _env_document(task, build, "tree", agent_timeout)
+    (env_dir / "environment.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    shutil.copytree(task / "tests", bundle / "artifacts" / f"{name}-tests", symlinks=True)
+    spec = _task_document(task, config, build, name, f"{name}-tests")
+    TaskSpec.model_validate(spec)  # what we write must load
+    out = bundle / "tasks" / f"{name}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    return out
 
 
 def _name(text: str) -> str:
