@@ -35,19 +35,6 @@ def _oracle(argument: str) -> Agent:
 AGENTS.add_builtin(_oracle, "oracle")
 
 
-def _no_argument(cls: Callable[[], Agent], name: str) -> AgentFactory:
-    def factory(argument: str) -> Agent:
-        if argument:
-            raise RegistryError(f"the {name} agent takes no argument")
-        return cls()
-
-    return factory
-
-
-AGENTS.add_builtin(_no_argument(NoopAgent, "noop"), "noop")
-AGENTS.add_builtin(_no_argument(PartialOracleAgent, "partial"), "partial")
-
-
 def _configuration_errors(name: str, build: Callable[[str], Agent]) -> AgentFactory:
     """A factory whose AgentErrors (a bad spec, a missing package) are RegistryErrors."""
 
@@ -104,3 +91,16 @@ def _a2a(argument: str) -> Agent:
 
 
 AGENTS.add_builtin(_configuration_errors("a2a", _a2a), "a2a")
+
+
+def _no_argument(cls: Callable[[], Agent], name: str) -> AgentFactory:
+    def factory(argument: str) -> Agent:
+        if argument:
+            raise RegistryError(f"the {name} agent takes no argument")
+        return cls()
+
+    return factory
+
+
+AGENTS.add_builtin(_no_argument(NoopAgent, "noop"), "noop")
+AGENTS.add_builtin(_no_argument(PartialOracleAgent, "partial"), "partial")
