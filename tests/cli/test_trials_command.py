@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.tasks.sandbox_bundles import NO_BWRAP, WORKSPACE_ENV
+from tests.tasks.sandbox_bundles import (
+    NO_BWRAP,
+    workspace_task,
+    write_workspace_task,
+)
 from typer.testing import CliRunner
 
 from agentenv.cli import app
@@ -17,41 +21,6 @@ from agentenv.cli import app
 pytestmark = pytest.mark.skipif(
     NO_BWRAP is not None, reason=f"bwrap is not available here: {NO_BWRAP}"
 )
-
-
-SOLUTION = {
-    "main": {
-        "calls": [
-            {"tool": "write_file", "args": {"path": "done.txt", "content": "done\n"}},
-            {"tool": "write_file", "args": {"path": "second.txt", "content": "second\n"}},
-        ],
-        "response": "Wrote both files.",
-    }
-}
-
-
-def bundle(root: Path, criteria: list[dict[str, Any]]) -> Path:
-    """A bundle of one task `t` whose verifier checks `criteria` on the agent's tree."""
-    (root / "envs" / "ws").mkdir(parents=True)
-    (root / "envs" / "ws" / "env.yaml").write_text(WORKSPACE_ENV)
-    (root / "tasks").mkdir()
-    doc = {
-        "steps": [
-            {"id": "env", "type": "deploy_env", "env_id": "ws", "env": "ws"},
-            {"id": "agent", "type": "deploy_agent", "agent_name": "dev", "env_ids": ["ws"]},
-            {
-                "id": "ask",
-                "type": "prompt_agent",
-                "prompt_id": "main",
-                "agent_name": "dev",
-                "prompt": "Write done.txt and second.txt.",
-            },
-            {"id": "check", "type": "verify_sandbox", "env_id": "ws", "criteria": criteria},
-        ],
-        "solution": SOLUTION,
-    }
-    (root / "tasks" / "t.json").write_text(json.dumps(doc))
-    return root
 
 
 def trials(*args: str) -> Any:
@@ -97,3 +66,9 @@ def test_a_target_that_is_not_a_task_fails_cleanly(tmp_path: Path) -> None:
     result = trials(str(tmp_path / "empty"))
     assert result.exit_code == 1
     assert "is not a bundle" in result.output
+
+
+def bundle(root: Path, criteria: list[dict[str, Any]]) -> Path:
+    """A bundle of one task `t` whose verifier checks `criteria` on the agent's tree."""
+    write_workspace_task(root, "t", workspace_task(criteria))
+    return root

@@ -71,3 +71,46 @@ async def run(
 def step(result: TaskResult, sid: str) -> Any:
     """A step's record in a task result."""
     return next(s for s in result.steps if s.id == sid)
+
+
+TWO_FILES = {
+    "calls": [
+        {"tool": "write_file", "args": {"path": "done.txt", "content": "done\n"}},
+        {"tool": "write_file", "args": {"path": "second.txt", "content": "second\n"}},
+    ],
+    "response": "Wrote both files.",
+}
+"""A reference solution of two calls (its first half writes one file)."""
+
+
+def workspace_task(
+    criteria: list[dict[str, Any]], solution: dict[str, Any] | None = TWO_FILES
+) -> dict[str, Any]:
+    """A task on the `ws` env (WORKSPACE_ENV): prompt an agent, then verify_sandbox
+    `criteria` on its tree; `solution` is the prompt's reference solution (None: none)."""
+    doc: dict[str, Any] = {
+        "steps": [
+            {"id": "env", "type": "deploy_env", "env_id": "ws", "env": "ws"},
+            {"id": "agent", "type": "deploy_agent", "agent_name": "dev", "env_ids": ["ws"]},
+            {
+                "id": "ask",
+                "type": "prompt_agent",
+                "prompt_id": "main",
+                "agent_name": "dev",
+                "prompt": "Write done.txt and second.txt.",
+            },
+            {"id": "check", "type": "verify_sandbox", "env_id": "ws", "criteria": criteria},
+        ]
+    }
+    if solution is not None:
+        doc["solution"] = {"main": solution}
+    return doc
+
+
+def write_workspace_task(root: Path, name: str, doc: dict[str, Any]) -> Path:
+    """`doc` as `tasks/<name>.json` of a bundle at `root` with the `ws` env; the task file."""
+    (root / "envs" / "ws").mkdir(parents=True, exist_ok=True)
+    (root / "envs" / "ws" / "env.yaml").write_text(WORKSPACE_ENV)
+    (root / "tasks").mkdir(exist_ok=True)
+    (root / "tasks" / f"{name}.json").write_text(json.dumps(doc))
+    return root / "tasks" / f"{name}.json"

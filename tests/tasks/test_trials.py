@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.tasks.sandbox_bundles import NO_BWRAP, WORKSPACE_ENV
+from tests.tasks.sandbox_bundles import (
+    NO_BWRAP,
+    TWO_FILES,
+    workspace_task,
+    write_workspace_task,
+)
 
 from agentenv.tasks.bundle import Task
 from agentenv.tasks.trials import run_trials
@@ -22,49 +26,14 @@ pytestmark = pytest.mark.skipif(
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor" / "word-stats"
 
 
-TWO_FILES = {
-    "calls": [
-        {"tool": "write_file", "args": {"path": "done.txt", "content": "done\n"}},
-        {"tool": "write_file", "args": {"path": "second.txt", "content": "second\n"}},
-    ],
-    "response": "Wrote both files.",
-}
-
-
-def task_document(criteria: list[dict[str, Any]], solution: dict[str, Any] | None) -> Any:
-    doc: dict[str, Any] = {
-        "steps": [
-            {"id": "env", "type": "deploy_env", "env_id": "ws", "env": "ws"},
-            {"id": "agent", "type": "deploy_agent", "agent_name": "dev", "env_ids": ["ws"]},
-            {
-                "id": "ask",
-                "type": "prompt_agent",
-                "prompt_id": "main",
-                "agent_name": "dev",
-                "prompt": "Write done.txt and second.txt.",
-            },
-            {"id": "check", "type": "verify_sandbox", "env_id": "ws", "criteria": criteria},
-        ]
-    }
-    if solution is not None:
-        doc["solution"] = {"main": solution}
-    return doc
-
-
-def bundle_task(root: Path, name: str, doc: Any) -> Task:
-    (root / "envs" / "ws").mkdir(parents=True, exist_ok=True)
-    (root / "envs" / "ws" / "env.yaml").write_text(WORKSPACE_ENV)
-    (root / "tasks").mkdir(exist_ok=True)
-    (root / "tasks" / f"{name}.json").write_text(json.dumps(doc))
-    return Task.load(root / "tasks" / f"{name}.json")
-
-
 SEED_ONLY = [{"type": "probe_file_contains", "paths": ["README.md"], "expected": "seed"}]
 BOTH_FILES = [{"type": "probe_file_exists", "paths": ["done.txt", "second.txt"]}]
 
 
 async def test_a_verifier_the_seed_already_satisfies_is_unreliable(tmp_path: Path) -> None:
-    task = bundle_task(tmp_path / "b", "always", task_document(SEED_ONLY, TWO_FILES))
+    task = Task.load(
+        write_workspace_task(tmp_path / "b", "always", workspace_task(SEED_ONLY, TWO_FILES))
+    )
     trials = await run_trials(task)
     assert trials.task == "b/always"
     assert trials.reliable is False
@@ -75,7 +44,9 @@ async def test_a_verifier_the_seed_already_satisfies_is_unreliable(tmp_path: Pat
 
 
 async def test_a_verifier_that_needs_the_whole_solution_is_reliable(tmp_path: Path) -> None:
-    task = bundle_task(tmp_path / "b", "proper", task_document(BOTH_FILES, TWO_FILES))
+    task = Task.load(
+        write_workspace_task(tmp_path / "b", "proper", workspace_task(BOTH_FILES, TWO_FILES))
+    )
     trials = await run_trials(task, tmp_path / "out")
     assert trials.problems == []
     assert trials.reliable is True
@@ -90,7 +61,9 @@ async def test_a_verifier_that_needs_the_whole_solution_is_reliable(tmp_path: Pa
 
 async def test_an_oracle_that_fails_makes_the_task_unreliable(tmp_path: Path) -> None:
     criteria = [{"type": "probe_file_exists", "paths": ["never-written.txt"]}]
-    task = bundle_task(tmp_path / "b", "broken", task_document(criteria, TWO_FILES))
+    task = Task.load(
+        write_workspace_task(tmp_path / "b", "broken", workspace_task(criteria, TWO_FILES))
+    )
     trials = await run_trials(task)
     assert trials.reliable is False
     assert [p for p in trials.problems if p.startswith("the oracle fails")]
@@ -98,7 +71,9 @@ async def test_an_oracle_that_fails_makes_the_task_unreliable(tmp_path: Path) ->
 
 
 async def test_a_task_without_a_solution_cannot_be_tried(tmp_path: Path) -> None:
-    task = bundle_task(tmp_path / "b", "unsolved", task_document(BOTH_FILES, None))
+    task = Task.load(
+        write_workspace_task(tmp_path / "b", "unsolved", workspace_task(BOTH_FILES, None))
+    )
     trials = await run_trials(task)
     assert trials.reliable is False
     assert trials.problems == ["no reference solution to try"]
@@ -110,7 +85,9 @@ async def test_a_solution_that_cannot_be_halved_is_tried_without_the_partial_age
 ) -> None:
     one_call = {"calls": TWO_FILES["calls"][:1], "response": "Wrote it."}
     criteria = [{"type": "probe_file_exists", "paths": ["done.txt"]}]
-    task = bundle_task(tmp_path / "b", "single", task_document(criteria, one_call))
+    task = Task.load(
+        write_workspace_task(tmp_path / "b", "single", workspace_task(criteria, one_call))
+    )
     trials = await run_trials(task)
     assert set(trials.runs) == {"oracle", "noop"}
     assert trials.reliable is True, trials.problems
