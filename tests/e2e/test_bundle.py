@@ -158,3 +158,30 @@ def test_the_personal_bundle_runs_two_agents_one_playing_the_user(tmp_path: Path
     callers = {(r["role"], r["tool"]) for r in rows if r["kind"] == "call"}
     assert ("user", "tasks__add_task") in callers
     assert ("assistant", "email__send_email") in callers
+
+
+SHORTCUTS = {
+    # refund, email, close at once: her answer never arrives
+    "no waiting": ["list_tickets", "read_ticket", "get_order", "issue_refund", "send_email", "close_ticket"],
+    # reads the inbox (only her complaint is there yet), closes, then lets time pass
+    "closes before her answer": [
+        "list_tickets", "read_ticket", "get_order", "issue_refund", "send_email", "read_inbox",
+        "close_ticket", "wait", "wait",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shortcut", sorted(SHORTCUTS))
+def test_a_shortcut_agent_does_not_pass_resolve_billing(tmp_path: Path, shortcut: str) -> None:
+    """The flagship task cannot be gamed: the seed's email from the customer does not count
+    as her answer, and closing before her answer arrives fails."""
+    bundle = _copy_bundle(tmp_path)
+    task_file = bundle / "tasks" / "resolve-billing.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    calls = {c["tool"]: c for c in task["solution"]["main"]["calls"]}
+    task["solution"]["main"]["calls"] = [calls[name] for name in SHORTCUTS[shortcut]]
+    task_file.write_text(yaml.safe_dump(task))
+    out = tmp_path / "run"
+    runner.invoke(app, ["run", str(task_file), "--agent", "oracle", "--out", str(out)])
+    scores = json.loads((out / "support-desk__resolve-billing" / "scores.json").read_text())
+    assert scores["passed"] is False and scores["score"] < 1.0
