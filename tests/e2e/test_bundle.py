@@ -185,3 +185,13 @@ def test_a_shortcut_agent_does_not_pass_resolve_billing(tmp_path: Path, shortcut
     runner.invoke(app, ["run", str(task_file), "--agent", "oracle", "--out", str(out)])
     scores = json.loads((out / "support-desk__resolve-billing" / "scores.json").read_text())
     assert scores["passed"] is False and scores["score"] < 1.0
+
+
+@pytest.mark.parametrize("name", ["support-desk", "personal"])
+def test_the_example_bundles_verifiers_are_reliable(tmp_path: Path, name: str) -> None:
+    """`agent-env trials`: the oracle passes, a no-op agent and the oracle's first half fail."""
+    bundle = BUNDLE.parent / name
+    result = runner.invoke(app, ["trials", str(bundle), "--out", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "t" / "report.json").read_text())
+    assert report and all(task["reliable"] for task in report), report
