@@ -29,14 +29,7 @@ def child_tool(alias: str, tool: Tool) -> Tool:
     inner = tool.invoke
 
     def scoped(ctx: ToolContext) -> ToolContext:
-        return ToolContext(
-            StateView(ctx.state, alias),
-            ctx.now,
-            ctx.principal,
-            ctx.instance_id,
-            session=ctx.session,
-            resources=ctx.resources,
-        )
+        return ctx.on(StateView(ctx.state, alias))
 
     if tool.is_async:
 

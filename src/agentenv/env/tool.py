@@ -71,6 +71,18 @@ class ToolContext:
     folder and sandbox), by the key their owner chose; closed when the instance is dropped.
     None where a call has no instance (a tool invoked directly)."""
 
+    def on(self, state: State | StateView) -> ToolContext:
+        """The same call's context over another state (a fork it runs on, a composed
+        child's view): the caller, time, session and resources kept; its own time spent."""
+        return ToolContext(
+            state,
+            self.now,
+            self.principal,
+            self.instance_id,
+            session=self.session,
+            resources=self.resources,
+        )
+
     def spend(self, duration: float | timedelta) -> None:
         """Let this call take longer than the tool's declared duration (e.g. a `wait` tool).
 

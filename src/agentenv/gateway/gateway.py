@@ -179,8 +179,8 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         """Forget an instance. The default instance cannot be dropped."""
         if instance_id == DEFAULT_INSTANCE:
             raise GatewayError("the default instance cannot be dropped")
-        self.instance(instance_id)
-        inst = self._instances.pop(instance_id)
+        inst = self.instance(instance_id)  # UnknownInstance if there is none
+        del self._instances[instance_id]
         inst.close_resources()
         for runtime in self._runtimes:
             runtime.detach(instance_id)
@@ -447,14 +447,7 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         # Blocking code runs in a thread, on a fork: a call that times out keeps running
         # but writes only to its fork, which is dropped; one that finishes is merged.
         fork = ctx.state.fork()
-        worker = ToolContext(
-            fork,
-            ctx.now,
-            ctx.principal,
-            ctx.instance_id,
-            session=ctx.session,
-            resources=ctx.resources,
-        )
+        worker = ctx.on(fork)
         # Our own pool, not the loop's default one: a tool that hangs past its timeout
         # keeps its thread, and must not starve DNS lookups or other libraries' work.
         if blocking.stuck_count() >= blocking.BLOCKING_THREADS:
@@ -485,14 +478,7 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
         fork = ctx.state.fork()
         assert isinstance(fork, State)
         base = fork.snapshot()
-        worker = ToolContext(
-            fork,
-            ctx.now,
-            ctx.principal,
-            ctx.instance_id,
-            session=ctx.session,
-            resources=ctx.resources,
-        )
+        worker = ctx.on(fork)
         with fork.transaction():
             value = await self._invoke(tool, worker, values)
             text = encode_result(value)
