@@ -419,7 +419,7 @@ def full(no_ray: bool) -> None:
     try:
         import ray  # noqa: F401
     except ImportError:
-        say("\n6. Ray: not installed (pip install 'agentenv-framework[ray]'), skipped")
+        say("\n6. Ray: not installed (pip install 'agentenv-kit[ray]'), skipped")
         return
     local = run_scenario("local", str(ray_n), "64", "tools")
     on_ray = run_scenario("ray", str(ray_n), "2")

@@ -103,7 +103,7 @@ def test_without_the_openai_package_the_error_names_the_extra(
         make_agent("openai:gpt-4o-mini?base_url=http://127.0.0.1:1/v1")
     message = str(info.value)
     assert "needs the optional `openai` package" in message
-    assert "agentenv-framework[llm]" in message
+    assert "agentenv-kit[llm]" in message
 
 
 def test_plugins_come_from_the_config_file_and_never_replace_builtins(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ray", reason="Ray is not installed (pip install 'agentenv-framework[ray]')")
+pytest.importorskip("ray", reason="Ray is not installed (pip install 'agentenv-kit[ray]')")
 
 BUNDLE = Path(__file__).parents[2] / "examples" / "bundles" / "support-desk"
 # Not a time limit on the check: only so that a regression (Ray waiting for minutes)

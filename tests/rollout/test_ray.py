@@ -26,7 +26,7 @@ from agentenv.rollout.episode import WORKER
 from agentenv.rollout.plan import PlanAgent
 from agentenv.rollout.ray_runner import EpisodeWorker, import_ray
 
-RAY_MISSING = "Ray is not installed (pip install 'agentenv-framework[ray]')"
+RAY_MISSING = "Ray is not installed (pip install 'agentenv-kit[ray]')"
 
 
 @pytest.fixture(scope="module")

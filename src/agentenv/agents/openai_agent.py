@@ -36,7 +36,7 @@ from agentenv.spec.wire import ToolInfo
 log = logging.getLogger(__name__)
 
 EXTRA = "llm"
-INSTALL_HINT = f"pip install 'agentenv-framework[{EXTRA}]'"
+INSTALL_HINT = f"pip install 'agentenv-kit[{EXTRA}]'"
 ENV_PREFIX = "AGENTENV_OPENAI_"
 LOCAL_API_KEY = "EMPTY"
 """Sent when a base_url is set but no key is: local servers accept any key."""

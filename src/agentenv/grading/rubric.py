@@ -7,7 +7,7 @@ a mapping by id), and combined with the usual aggregators (all must pass by defa
 
 Configuration: `model` (or `AGENTENV_JUDGE_MODEL`), `base_url` (or `OPENAI_BASE_URL`)
 and `api_key` (or `OPENAI_API_KEY`). It needs the optional `openai` package
-(`pip install 'agentenv-framework[llm]'`), imported only when a judge is called. With
+(`pip install 'agentenv-kit[llm]'`), imported only when a judge is called. With
 no endpoint or no package it raises `RubricError`; it never makes up a score.
 """
 
@@ -307,7 +307,7 @@ class RubricJudge:
             import openai
         except ImportError:
             raise RubricError(
-                "the LLM judge needs the 'openai' package: pip install 'agentenv-framework[llm]'"
+                "the LLM judge needs the 'openai' package: pip install 'agentenv-kit[llm]'"
             ) from None
         return openai.AsyncOpenAI(
             base_url=self.base_url,

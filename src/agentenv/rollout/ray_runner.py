@@ -68,7 +68,7 @@ def import_ray() -> Any:
         import ray
     except ImportError:
         raise RayUnavailable(
-            "the Ray backend needs Ray: pip install 'agentenv-framework[ray]' (or 'ray>=2.9')"
+            "the Ray backend needs Ray: pip install 'agentenv-kit[ray]' (or 'ray>=2.9')"
         ) from None
     return ray
 

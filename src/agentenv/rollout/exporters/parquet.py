@@ -37,7 +37,7 @@ def _pyarrow() -> tuple[Any, Any]:
         import pyarrow.parquet as pq
     except ImportError:
         raise ExportError(
-            "the parquet format needs pyarrow: pip install 'agentenv-framework[parquet]' "
+            "the parquet format needs pyarrow: pip install 'agentenv-kit[parquet]' "
             "(or 'pyarrow>=14')"
         ) from None
     return pa, pq
