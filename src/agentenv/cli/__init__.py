@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import typer
 
 from agentenv import __version__
@@ -26,9 +28,24 @@ app = typer.Typer(
 )
 
 
+DISTRIBUTION = "agentenv-kit"
+"""Our distribution's name on PyPI: upstream AgentEnv's is `agentenv-framework`, and both
+install an `agent-env` command, so `--version` names ours."""
+
+
+def version_line() -> str:
+    """What `agent-env --version` prints: the command, our distribution, its version."""
+    try:
+        version = metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        # Run from a source tree that was never installed: the package's own version.
+        version = __version__
+    return f"agent-env ({DISTRIBUTION}) {version}"
+
+
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"agent-env {__version__}")
+        typer.echo(version_line())
         raise typer.Exit()
 
 
@@ -66,4 +83,4 @@ def main() -> None:
     app()
 
 
-__all__ = ["app", "main"]
+__all__ = ["DISTRIBUTION", "app", "main", "version_line"]
