@@ -1,12 +1,17 @@
-"""Write sample.sql: a small library database, made up by this project, for the docs and tests.
+"""Make the sample library database: a small one, made up by this project, for the docs and tests.
 
-    python examples/databases/make_sample.py                 # rewrite sample.sql beside this file
-    python examples/databases/make_sample.py --db /tmp/library.db   # and build a database from it
+    python examples/databases/make_sample.py                        # print the SQL dump
+    python examples/databases/make_sample.py --db runs/library.db   # build a database
+    python examples/databases/make_sample.py --out runs/sample.sql  # write the dump there
+    python examples/databases/make_sample.py --check                # is sample.sql current?
+    python examples/databases/make_sample.py --out examples/databases/sample.sql  # on purpose
 
-sample.sql is committed (a text dump reads well in a diff); build the .db from it with this
-script or with `sqlite3 library.db < examples/databases/sample.sql`. Everything below is
+By default it writes nothing in the repository: the committed `sample.sql` beside this file
+changes only when `--out` names it (a text dump reads well in a diff); `--check` exits 1 when
+it differs from what this script makes. Build a .db from the dump with `--db` or with
+`sqlite3 runs/library.db < examples/databases/sample.sql`. Everything below is
 deterministic: names and dates come from fixed lists and arithmetic, not from a random
-generator, so the file is byte-identical on every run.
+generator, so the dump is byte-identical on every run.
 
 The schema shows what `agent-env synth env --from-sqlite` understands: integer and text
 primary keys, a composite key (book_tags), foreign keys with ON DELETE CASCADE and SET NULL,
@@ -18,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+import sys
 from datetime import date, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+TRACKED = HERE / "sample.sql"  # committed; rewritten only when --out names it
 
 SCHEMA = """\
 -- A small lending library. Made up by the agentenv project for its examples and tests.
@@ -215,26 +222,48 @@ def build(db_path: Path, sql: str | None = None) -> Path:
     """Build a SQLite file from sample.sql (or the given SQL), replacing any old one."""
     db_path.unlink(missing_ok=True)
     with sqlite3.connect(db_path) as conn:
-        conn.executescript(sql if sql is not None else (HERE / "sample.sql").read_text())
+        conn.executescript(sql if sql is not None else TRACKED.read_text())
     conn.close()
     return db_path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", type=Path, help="also build a SQLite database at this path")
-    args = parser.parse_args()
-    sql = sample_sql()
-    (HERE / "sample.sql").write_text(sql)
+def _checked(sql: str) -> str:
     with sqlite3.connect(":memory:") as check:  # the dump must load, foreign keys and all
         check.executescript(sql)
         problems = check.execute("PRAGMA foreign_key_check").fetchall()
     if problems:
-        raise SystemExit(f"sample.sql breaks foreign keys: {problems}")
-    print(f"wrote {HERE / 'sample.sql'}")
+        raise SystemExit(f"the sample dump breaks foreign keys: {problems}")
+    return sql
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The script's command line; returns its exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="write the SQL dump to this file")
+    parser.add_argument("--db", type=Path, help="build a SQLite database at this path")
+    parser.add_argument(
+        "--check", action="store_true", help=f"exit 1 unless {TRACKED} is what this script makes"
+    )
+    args = parser.parse_args(argv)
+    sql = _checked(sample_sql())
+    if args.check:
+        if TRACKED.read_text() != sql:
+            print(
+                f"{TRACKED} differs from what make_sample.py makes: rerun it with --out {TRACKED}"
+            )
+            return 1
+        print(f"{TRACKED} is current")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(sql)
+        print(f"wrote {args.out}")
     if args.db:
+        args.db.parent.mkdir(parents=True, exist_ok=True)
         print(f"built {build(args.db, sql)}")
+    if not (args.out or args.db or args.check):
+        sys.stdout.write(sql)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
