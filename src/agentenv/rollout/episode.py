@@ -48,7 +48,10 @@ class EnvironmentCache:
     check (each episode raises the same TaskError).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_tasks: int | None = None) -> None:
+        self._max_tasks = max_tasks
+        """At most this many (task, seed) step lists are kept, the oldest dropped first
+        (None: no limit; a plan's tasks are a fixed few, an SDK caller's may not be)."""
         self._loaded: dict[Path, Environment | DocumentError] = {}
         self._refs: dict[tuple[Path | None, Path, str], Environment] = {}
         self._steps: dict[tuple[int, str], tuple[Task, list[Step] | TaskError]] = {}
@@ -66,6 +69,9 @@ class EnvironmentCache:
                 built = build_steps(task.spec, seed)
             except TaskError as exc:
                 built = exc
+            if self._max_tasks is not None and key not in self._steps:
+                while self._steps and len(self._steps) >= self._max_tasks:
+                    del self._steps[next(iter(self._steps))]
             found = self._steps[key] = (task, built)
         built = found[1]
         if isinstance(built, TaskError):
