@@ -1,0 +1,135 @@
+"""The airline, assistant and analytics bundles: on every task the oracle scores 1.0 and
+plausible shortcut agents (skipping the wait for the customer, breaking a written policy,
+answering without querying, doing half the work) fail. Tasks run through the Python API
+(`Task.load` + `run_task`), with each shortcut played by a `ScriptedAgent`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agentenv.agents.base import AgentTurn
+from agentenv.agents.oracle import OracleAgent
+from agentenv.agents.scripted import ScriptedAgent
+from agentenv.cli import app
+from agentenv.tasks.bundle import Task
+from agentenv.tasks.runner import TaskResult, run_task
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+BUNDLES = EXAMPLES / "bundles"
+NAMES = ["airline", "assistant", "analytics"]
+
+
+def _task(bundle: str, name: str) -> Task:
+    return Task.load(BUNDLES / bundle / "tasks" / f"{name}.yaml")
+
+
+def _tasks(bundle: str) -> list[str]:
+    return sorted(p.stem for p in (BUNDLES / bundle / "tasks").glob("*.yaml"))
+
+
+async def _run(task: Task, agent: Any) -> TaskResult:
+    ctx = task.context(agent_factory=lambda request: agent)
+    return await run_task(task.spec, ctx)
+
+
+def _replay(calls: list[dict[str, Any]], response: str) -> ScriptedAgent:
+    """An agent that makes these calls on its first turn, then answers `response`."""
+
+    async def play(turn: AgentTurn) -> str:
+        if turn.conversation_turn == 0:
+            for call in calls:
+                await turn.tools.call(call["tool"], call.get("args", {}))
+        return response
+
+    return ScriptedAgent(play, reference="shortcut")
+
+
+def _solution(task: Task, prompt_id: str = "main") -> tuple[list[dict[str, Any]], str]:
+    turn = task.spec.solution[prompt_id]
+    return [c.model_dump(exclude_none=True) for c in turn.calls], turn.response
+
+
+def _without(calls: list[dict[str, Any]], *tools: str) -> list[dict[str, Any]]:
+    return [c for c in calls if c["tool"] not in tools]
+
+
+def _with_args(calls: list[dict[str, Any]], tool: str, **args: Any) -> list[dict[str, Any]]:
+    """The calls, with `args` changed in every call of `tool`."""
+    return [{**c, "args": {**c["args"], **args}} if c["tool"] == tool else c for c in calls]
+
+
+@pytest.mark.parametrize("bundle", NAMES)
+def test_each_environment_document_validates(bundle: str) -> None:
+    result = CliRunner().invoke(app, ["validate", str(EXAMPLES / "envs" / bundle)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"ok {bundle} ")
+
+
+@pytest.mark.parametrize(("bundle", "name"), [(b, n) for b in NAMES for n in _tasks(b)])
+async def test_the_oracle_solves_every_task(bundle: str, name: str) -> None:
+    result = await _run(_task(bundle, name), OracleAgent())
+    assert (result.status, result.score) == ("passed", 1.0), result.model_dump_json(indent=1)
+
+
+def test_every_bundle_has_several_tasks() -> None:
+    assert all(len(_tasks(b)) >= 2 for b in NAMES), {b: _tasks(b) for b in NAMES}
+
+
+async def _fails(task: Task, agent: Any) -> TaskResult:
+    result = await _run(task, agent)
+    assert result.status == "failed" and not result.passed, result.model_dump_json(indent=1)
+    assert result.score is not None and result.score < 1.0
+    return result
+
+
+# -- analytics ------------------------------------------------------------------------------
+
+REVENUE_ALL_STATUSES = (
+    "SELECT c.region, ROUND(SUM(o.total), 2) FROM orders o "
+    "JOIN customers c ON c.id = o.customer_id GROUP BY c.region"
+)
+
+
+async def test_analytics_answering_without_querying_fails() -> None:
+    task = _task("analytics", "revenue-by-region")
+    _, response = _solution(task)
+    result = await _fails(task, _replay([], response))  # the right figures, from nowhere
+    assert result.scores["answer"].passed and not result.scores["outcome"].passed
+
+
+async def test_analytics_revenue_from_totals_of_every_order_fails() -> None:
+    task = _task("analytics", "revenue-by-region")
+    calls = [{"tool": "sql", "args": {"query": REVENUE_ALL_STATUSES}}]
+    answer = '{"APAC": 41879.7, "EMEA": 12664.05, "NA": 10998.5}'  # what that query gives
+    result = await _fails(task, _replay(calls, answer))
+    assert result.scores["outcome"].passed and not result.scores["answer"].passed
+
+
+async def test_analytics_top_product_counting_cancelled_orders_fails() -> None:
+    task = _task("analytics", "top-product-march")
+    query = (
+        "SELECT l.product_id, SUM(l.qty) u FROM order_lines l JOIN orders o "
+        "ON o.id = l.order_id WHERE o.placed_on LIKE '2026-03-%' GROUP BY 1 ORDER BY u DESC"
+    )
+    answer = '{"product_id": "P-03", "name": "Rain Shell Jacket", "units": 58}'
+    await _fails(task, _replay([{"tool": "sql", "args": {"query": query}}], answer))
+
+
+@pytest.mark.parametrize("shortcut", ["half the flags", "every order flagged", "no query"])
+async def test_analytics_flagging_shortcuts_fail(shortcut: str) -> None:
+    task = _task("analytics", "flag-bad-totals")
+    calls, response = _solution(task)
+    if shortcut == "half the flags":
+        calls = calls[:2]
+    elif shortcut == "every order flagged":
+        calls = calls[:1] + [
+            {"tool": "flag_order", "args": {"order_id": f"O-{n}", "reason": "check it"}}
+            for n in range(1001, 1073)
+        ]
+    else:
+        calls = _without(calls, "sql")
+    await _fails(task, _replay(calls, response))
