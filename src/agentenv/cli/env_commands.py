@@ -46,13 +46,39 @@ def _gateway(path: Path) -> Gateway:
         fail(f"{path}: {exc}")
 
 
-def validate(path: EnvPath) -> None:
-    """Check an environment document and say what it declares; or check task files (a
-    task file, or a bundle's tasks/), listing every problem of each."""
+def validate(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="An environment document or its folder; a task file; a bundle folder; "
+            "a Harbor task directory."
+        ),
+    ],
+    solutions: Annotated[
+        bool,
+        typer.Option(
+            "--solutions/--no-solutions",
+            help="Run each task's reference solution with the oracle agent (it must pass).",
+        ),
+    ] = True,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0, help="Seconds each task's solution may take (0: no limit)."
+        ),
+    ] = 120.0,
+) -> None:
+    """Check an environment document and say what it declares; or check tasks (a task
+    file, a bundle's tasks/, a Harbor task directory): every problem of each document, then
+    each reference solution run by the oracle, which must pass.
+
+    Exits 1 when any document has a problem or any solution does not pass; a task with no
+    reference solution is a warning.
+    """
     from agentenv.cli.validate_tasks import is_task_target, validate_tasks
 
     if is_task_target(path):
-        validate_tasks(path)
+        validate_tasks(path, solutions=solutions, timeout=timeout or None)
         return
     gateway = _gateway(path)
     env = gateway.env
