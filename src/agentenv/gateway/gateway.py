@@ -55,13 +55,11 @@ from json.encoder import encode_basestring as _quote
 from time import perf_counter, time_ns
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from agentenv.env.environment import Environment
-from agentenv.env.tool import SYSTEM, ArgumentsInvalid, Principal, Tool, ToolContext, ToolError
+from agentenv.env.tool import SYSTEM, Principal, Tool, ToolContext, ToolError
 from agentenv.gateway import blocking
 from agentenv.gateway.access import DEFAULT_ROLE
-from agentenv.gateway.arguments import argument_errors, too_deep
+from agentenv.gateway.arguments import check_arguments
 from agentenv.gateway.clock import GET_TIME
 from agentenv.gateway.control import ControlPlane
 from agentenv.gateway.data_plane import DataPlane
@@ -317,26 +315,10 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
             if checked is not None and fast.flat:  # type: ignore[union-attr]
                 values, given = checked, args or ()  # flat: nothing can nest too deep
                 flat = isinstance(args, dict)
-            elif args and (deep := too_deep(args)) is not None:
-                problem = _Problem("invalid_arguments", f"invalid arguments for {name!r}: {deep}")
-                args = {"_invalid": deep}  # the record cannot hold (nor copy) the value itself
-            elif checked is not None:
-                values, given = checked, args or ()
-            elif tool.check_args is not None:  # a remote tool: the server's JSON Schema
-                try:
-                    values = tool.check_args(args or {})
-                    given = values.keys()
-                except ArgumentsInvalid as exc:
-                    problem = _Problem(
-                        "invalid_arguments", f"invalid arguments for {name!r}: {exc}"
-                    )
             else:
-                try:
-                    model = tool.args_model.model_validate(args or {})
-                    values = dict(model.__dict__)
-                    given = model.model_fields_set
-                except ValidationError as exc:
-                    problem = _Problem("invalid_arguments", argument_errors(name, exc))
+                values, given, args, wrong = check_arguments(tool, name, args, checked)
+                if wrong is not None:
+                    problem = _Problem("invalid_arguments", wrong)
         text = ""
         given_values: dict[str, Any] | None = None
         if problem is None:
