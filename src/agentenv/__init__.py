@@ -10,7 +10,15 @@ from agentenv.env import (
     load_environment,
     tool,
 )
-from agentenv.episodes import Episode, EpisodeSpec, Task, Turn
+from agentenv.episodes import (
+    EnvironmentCache,
+    Episode,
+    EpisodeRecord,
+    EpisodeSpec,
+    Task,
+    Turn,
+    TurnTools,
+)
 from agentenv.gateway import CallResult, Gateway
 from agentenv.spec import DocumentError, EnvironmentSpec, load_environment_spec
 from agentenv.state import Snapshot, State, StateDiff, diff
@@ -22,8 +30,10 @@ __all__ = [
     "CallResult",
     "DocumentError",
     "Environment",
+    "EnvironmentCache",
     "EnvironmentSpec",
     "Episode",
+    "EpisodeRecord",
     "EpisodeSpec",
     "Gateway",
     "Principal",
@@ -35,6 +45,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "Turn",
+    "TurnTools",
     "__version__",
     "diff",
     "load_environment",
