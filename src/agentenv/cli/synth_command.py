@@ -16,6 +16,7 @@ import typer
 from rich.markup import escape
 
 from agentenv.cli._common import console, err_console, fail, load_env
+from agentenv.cli.random_seed import OldSeed, RandomSeed, refuse_old_seed
 from agentenv.synth.dataset import (
     SynthError,
     parse_ratios,
@@ -48,7 +49,7 @@ def graph(
     probes: Annotated[
         int, typer.Option("--probes", help="Calls per tool to observe outputs (0: none).")
     ] = 3,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the probes.")] = 0,
+    seed: Annotated[int, typer.Option("--random-seed", help="Seed of the probes.")] = 0,
 ) -> None:
     """The tool dependency graph: an edge A -> B when an output field of A can feed an
     input parameter of B (strong: same normalised identifier; weak: otherwise)."""
@@ -94,7 +95,7 @@ def synth_tasks(
     distractors: Annotated[
         int, typer.Option("--distractors", help="Near-duplicate records added per task.")
     ] = 0,
-    seed: Annotated[int, typer.Option("--seed", help="Same seed, same bytes.")] = 0,
+    seed: RandomSeed = 0,
     role: Annotated[str | None, typer.Option("--role", help="The agent's role.")] = None,
     split: Annotated[
         str, typer.Option("--split", help="train,dev,test shares, e.g. 0.8,0.1,0.1.")
@@ -109,8 +110,10 @@ def synth_tasks(
         bool, typer.Option("--gold-replay/--no-gold-replay", help="Add the gold-replay check.")
     ] = True,
     force: Annotated[bool, typer.Option("--force", help="Write into a non-empty folder.")] = False,
+    old_seed: OldSeed = None,
 ) -> None:
     """Synthesize verified tasks by walks on the tool graph; write them as a bundle."""
+    refuse_old_seed(old_seed, "synth tasks")
     try:
         knobs = Knobs.parse(depth, topology, obfuscation, distractors)
         ratios = parse_ratios(split)
@@ -200,7 +203,7 @@ def _command(
 ) -> str:
     parts = ["agent-env", "synth", "tasks", str(env), "-n", str(n), "--depth", depth]
     parts += ["--topology", topology, "--obfuscation", f"{obf:g}", "--distractors", str(dis)]
-    parts += ["--seed", str(seed), "--out", str(out)]
+    parts += ["--random-seed", str(seed), "--out", str(out)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
