@@ -133,3 +133,79 @@ async def test_analytics_flagging_shortcuts_fail(shortcut: str) -> None:
     else:
         calls = _without(calls, "sql")
     await _fails(task, _replay(calls, response))
+
+
+# -- airline --------------------------------------------------------------------------------
+
+
+def _airline(name: str, shortcut: str) -> tuple[Task, list[dict[str, Any]], str]:
+    """A task and a shortcut of its reference solution."""
+    task = _task("airline", name)
+    calls, response = _solution(task)
+    act = calls[-1]
+    if shortcut == "no waiting":  # quotes, then acts at once: the yes never arrives
+        calls = _without(calls, "wait")
+    elif shortcut == "acts before the yes":  # reads too early, acts, then lets time pass
+        before = [c for c in calls if c["tool"] != "wait" and c is not act]
+        calls = [
+            *before[:-1],
+            {"tool": "wait", "args": {}},
+            before[-1],
+            act,
+            *[{"tool": "wait"}] * 2,
+        ]
+    elif shortcut == "no quote":  # acts on the customer's request without asking her
+        calls = _without(calls, "send_message", "wait")
+    return task, calls, response
+
+
+@pytest.mark.parametrize(
+    ("name", "shortcut"),
+    [
+        (name, shortcut)
+        for name in ("change-flight", "cancel-for-credit", "airline-cancelled")
+        for shortcut in ("no waiting", "acts before the yes", "no quote")
+    ],
+)
+async def test_airline_acting_without_the_customers_yes_fails(name: str, shortcut: str) -> None:
+    task, calls, response = _airline(name, shortcut)
+    result = await _fails(task, _replay(calls, response))
+    assert result.scores["answer"].passed  # the words are right; what was done is not
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "args"),
+    [
+        # the fare difference only, no $75 fee
+        ("change-flight", "change_flight", {"amount_charged": 40}),
+        # the look-alike customer's reservation
+        ("change-flight", "change_flight", {"reservation_id": "RES-2005"}),
+        # what the customer asked for, not what the policy allows after 24 hours
+        ("cancel-for-credit", "cancel_reservation", {"refund_method": "card"}),
+        # "basic fares are not refunded", but the airline cancelled this flight
+        ("airline-cancelled", "cancel_reservation", {"refund_method": "travel_credit"}),
+        ("airline-cancelled", "cancel_reservation", {"refund_amount": 0, "refund_method": "none"}),
+    ],
+)
+async def test_airline_breaking_the_desk_policy_fails(
+    name: str, tool: str, args: dict[str, Any]
+) -> None:
+    task = _task("airline", name)
+    calls, response = _solution(task)
+    await _fails(task, _replay(_with_args(calls, tool, **args), response))
+
+
+async def test_airline_changing_a_basic_fare_as_asked_fails() -> None:
+    task = _task("airline", "basic-no-change")
+    calls, _ = _solution(task)
+    change = {"reservation_id": "RES-2004", "new_flight_id": "F-612", "amount_charged": 75}
+    calls = [
+        *calls[:2],
+        {"tool": "send_message", "args": {"reservation_id": "RES-2004", "body": "$75, ok?"}},
+        {"tool": "wait"},
+        {"tool": "wait"},
+        {"tool": "read_messages", "args": {"reservation_id": "RES-2004"}},
+        {"tool": "change_flight", "args": change},
+    ]
+    result = await _fails(task, _replay(calls, "Moved you to Saturday, basic fare, $75."))
+    assert result.scores["answer"].passed and not result.scores["outcome"].passed
