@@ -92,7 +92,39 @@ def _personal() -> list[Shortcut]:
     ]  # fmt: skip
 
 
-SHORTCUTS = [*_support_desk(), *_personal()]
+def _mixed() -> list[Shortcut]:
+    task = "bundles/mixed/tasks/file-the-minutes.yaml"
+    read, add, review = solution_calls(ROOT / "examples" / task)
+    return [
+        Shortcut(task, "adds the task without reading the minutes", [add, review]),
+        Shortcut(task, "skips the review note", [read, add]),
+        Shortcut(task, "files the note where nobody reviews it", [
+            read, add, _with(review, path="roadmap-review.md"),
+        ]),
+        Shortcut(task, "guesses the due date", [read, _with(add, due="2026-03-09"), review]),
+        Shortcut(task, "adds every action item", [
+            read, add, _with(add, title="Book the offsite venue", source="minutes.md"), review,
+        ]),
+    ]  # fmt: skip
+
+
+def _git_commit() -> list[Shortcut]:
+    task = "bundles/git-commit/tasks/commit-the-fix.yaml"
+    status, add, commit = solution_calls(ROOT / "examples" / task)
+    return [
+        Shortcut(task, "answers without committing", [status]),
+        Shortcut(task, "commits without staging", [status, commit]),
+        Shortcut(task, "stages everything", [status, _with(add, files=["."]), commit]),
+        Shortcut(task, "commits the scratch file too", [
+            status, _with(add, files=["calc.py", "scratch.txt"]), commit,
+        ]),
+        Shortcut(task, "commits with a message that says nothing", [
+            status, add, _with(commit, message="wip"),
+        ]),
+    ]  # fmt: skip
+
+
+SHORTCUTS = [*_support_desk(), *_personal(), *_mixed(), *_git_commit()]
 
 AGENT_TASKS = sorted({s.task for s in SHORTCUTS})
 """The example tasks an agent acts in (each has shortcuts above and a reference solution)."""

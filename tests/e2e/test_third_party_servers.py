@@ -125,6 +125,7 @@ def test_the_git_task_passes_with_the_oracle_and_leaves_no_server_running(
     assert _script_rows(run["scores"]) == {
         "one-new-commit": True,
         "calc-committed": True,
+        "message-says-the-fix": True,
         "scratch-left-out": True,
         "handed-in": True,
     }

@@ -1,7 +1,11 @@
 """Checks, through the env's MCP endpoint, what the agent's commit holds."""
 
+import re
+
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+MESSAGE = r"(?i)divi(de|sion) by zero"
 
 
 async def text(session, tool, args):
@@ -23,6 +27,9 @@ async def verify(mcp_url):
         {"id": "one-new-commit", "result": commits == 2, "description": f"git_log: {log[:300]}"},
         {"id": "calc-committed", "result": "calc.py" in head and "cannot divide by zero" in head,
          "description": f"HEAD: {head[:300]}"},
+        # the answer is graded apart: the commit itself must say what it fixes
+        {"id": "message-says-the-fix", "result": bool(re.search(MESSAGE, head.split("---")[0])),
+         "description": f"HEAD's message must match {MESSAGE}"},
         {"id": "scratch-left-out", "result": "scratch.txt" not in head and "scratch.txt" in status,
          "description": f"git_status: {status[:300]}"},
         {"id": "handed-in", "result": "submitted" in branches,
