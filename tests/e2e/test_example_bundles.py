@@ -209,3 +209,107 @@ async def test_airline_changing_a_basic_fare_as_asked_fails() -> None:
     ]
     result = await _fails(task, _replay(calls, "Moved you to Saturday, basic fare, $75."))
     assert result.scores["answer"].passed and not result.scores["outcome"].passed
+
+
+# -- assistant ------------------------------------------------------------------------------
+
+PRIYA = "priya.nair@orbit.example"
+
+
+def _email(to: str, body: str, **extra: Any) -> dict[str, Any]:
+    return {"tool": "send_email", "args": {"to": [to], "subject": "Call", "body": body, **extra}}
+
+
+def _event(title: str, start: str, attendee: str) -> dict[str, Any]:
+    args = {"title": title, "start": start, "duration_minutes": 30, "attendees": [attendee]}
+    return {"tool": "create_event", "args": args}
+
+
+WAIT_AND_READ = [{"tool": "wait"}, {"tool": "wait"}, {"tool": "list_inbox"}]
+AT_14 = "2026-03-05T14:00:00Z"
+AT_15 = "2026-03-05T15:00:00Z"
+
+SCHEDULE_SHORTCUTS = {
+    # books Sam's first free slot and tells her afterwards
+    "books without asking": [
+        {"tool": "find_free_slots", "args": {"day": "2026-03-05"}},
+        _event("Call with Priya", AT_14, PRIYA),
+        _email(PRIYA, "Booked us for 2026-03-05 14:00."),
+    ],
+    # the right time, but booked before her answer, and the waiting done after
+    "books before her yes": [
+        _email(PRIYA, "Does 2026-03-05 15:00 for 30 min work?"),
+        _event("Call with Priya", AT_15, PRIYA),
+        *WAIT_AND_READ,
+    ],
+    # asks, waits, reads her "busy", books the time she declined anyway
+    "books the declined time": [
+        _email(PRIYA, "Does 2026-03-05 14:00 for 30 min work?"),
+        *WAIT_AND_READ,
+        _event("Call with Priya", AT_14, PRIYA),
+    ],
+    # the colleague who shares her first name
+    "the other Priya": [
+        _email("priya.natarajan@lumen.example", "Does 2026-03-05 15:00 for 30 min work?"),
+        *WAIT_AND_READ,
+        _event("Call with Priya", AT_15, "priya.natarajan@lumen.example"),
+    ],
+}
+
+
+@pytest.mark.parametrize("shortcut", sorted(SCHEDULE_SHORTCUTS))
+async def test_assistant_scheduling_shortcuts_fail(shortcut: str) -> None:
+    task = _task("assistant", "schedule-call")
+    _, response = _solution(task)
+    await _fails(task, _replay(SCHEDULE_SHORTCUTS[shortcut], response))
+
+
+async def test_assistant_the_oracle_negotiates_a_second_time() -> None:
+    """Her first answer declines 14:00 and offers 15:00; her second accepts it."""
+    task = _task("assistant", "schedule-call")
+    agent = OracleAgent()
+    ctx = task.context(agent_factory=lambda request: agent)
+    result = await run_task(task.spec, ctx)
+    assert result.passed
+    inbox = ctx.envs["sam"].gateway.instance().state.find("inbox", from_addr=PRIYA)
+    answers = [(m["answer"], m["body"]) for m in sorted(inbox, key=lambda m: m["id"])]
+    assert answers[0][0] == "declined" and "Could we do 2026-03-05 15:00 instead?" in answers[0][1]
+    assert answers[1][0] == "accepted"
+
+
+@pytest.mark.parametrize(
+    "shortcut", ["cancel and re-create", "reply only", "moves the Marcus sync"]
+)
+async def test_assistant_moving_shortcuts_fail(shortcut: str) -> None:
+    task = _task("assistant", "move-sync")
+    calls, response = _solution(task)
+    if shortcut == "cancel and re-create":
+        new = _event("Sync with Marco", "2026-03-06T16:00:00Z", "marco.rossi@lumen.example")
+        calls = [
+            *calls[:3],
+            {"tool": "cancel_event", "args": {"event_id": "E-0004"}},
+            new,
+            calls[-1],
+        ]
+    elif shortcut == "reply only":
+        calls = _without(calls, "reschedule_event")
+    else:
+        calls = _with_args(calls, "reschedule_event", event_id="E-0005")
+    await _fails(task, _replay(calls, response))
+
+
+@pytest.mark.parametrize("shortcut", ["books the time she asked for", "books before her yes"])
+async def test_assistant_conflict_shortcuts_fail(shortcut: str) -> None:
+    task = _task("assistant", "answer-conflict")
+    calls, response = _solution(task)
+    booking = calls[-1]
+    if shortcut == "books the time she asked for":  # double-books Sam over the review
+        calls = [
+            *calls[:1],
+            {**booking, "args": {**booking["args"], "start": "2026-03-05T13:00:00Z"}},
+            _email("priya.natarajan@lumen.example", "See you at 13:00.", in_reply_to="IN-0004"),
+        ]
+    else:
+        calls = [c for c in calls if c is not booking and c["tool"] != "wait"]
+        calls = [*calls[:-1], booking, *WAIT_AND_READ]
+    await _fails(task, _replay(calls, response))
