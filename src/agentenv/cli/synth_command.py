@@ -41,7 +41,9 @@ def _synth() -> None:
 
 def graph(
     env: Annotated[Path, typer.Argument(help="An environment document or its folder.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="json or dot.")] = "json",
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="json, dot, svg, png or html.")
+    ] = "json",
     role: Annotated[
         str | None, typer.Option("--role", help="Whose tools (default: the env's default role).")
     ] = None,
@@ -53,8 +55,18 @@ def graph(
 ) -> None:
     """The tool dependency graph: an edge A -> B when an output field of A can feed an
     input parameter of B (strong: same normalised identifier; weak: otherwise)."""
-    if format not in ("json", "dot"):
-        fail(f"--format must be json or dot, got {format!r}", USAGE_EXIT)
+    formats = ("json", "dot", "svg", "png", "html")
+    if format not in formats:
+        fail(f"--format must be one of {', '.join(formats)}, got {format!r}", USAGE_EXIT)
+    picture = format in ("svg", "png", "html")
+    if picture:
+        # Imported here: the drawing libraries are an extra (`graph`), the rest is not.
+        from agentenv.synth.graph_draw import DrawingUnavailable, require
+
+        try:
+            require(format)  # type: ignore[arg-type]
+        except DrawingUnavailable as exc:
+            fail(str(exc))
     if not 0 <= probes <= 100:
         fail(f"--probes must be between 0 and 100, got {probes}", USAGE_EXIT)
     environment = load_env(env)
@@ -62,6 +74,26 @@ def graph(
         found = asyncio.run(build_graph(environment, role=role, probes=probes, seed=seed))
     except ValueError as exc:
         fail(str(exc), USAGE_EXIT)
+    if picture:
+        from agentenv.synth.graph_draw import draw
+
+        data = draw(found, format)  # type: ignore[arg-type]
+        if out is None:
+            stdout = typer.get_binary_stream("stdout")
+            if format == "png" and stdout.isatty():
+                fail("a PNG is binary: pass --out FILE.png (or redirect stdout)", USAGE_EXIT)
+            stdout.write(data)
+            stdout.flush()
+            return
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        stats = found.to_json()["stats"]
+        console.print(
+            f"{stats['nodes']} tools, {stats['edges']} edges ({stats['strong']} strong) "
+            f"drawn as {format} -> {out}",
+            highlight=False,
+        )
+        return
     if format == "dot":
         text = found.to_dot()
     else:
