@@ -75,7 +75,7 @@ from agentenv.gateway.forks import apply_fork, merge
 from agentenv.gateway.instance import Instance, SharedLock
 from agentenv.gateway.listing import ToolLists
 from agentenv.gateway.probe import run_probe
-from agentenv.gateway.raised import contained, crash, current_task, stopping
+from agentenv.gateway.raised import contained, crash, crash_trace, current_task, stopping
 from agentenv.gateway.results import CallResult, InvalidResult, encode_result, safe_text
 from agentenv.spec.environment import GatewayMode
 from agentenv.spec.triggers import CheckStep
@@ -89,6 +89,7 @@ _NO_TIME = timedelta(0)  # a call's extra time, until the tool spends some
 class _Problem:
     kind: Any
     message: str
+    trace: str | None = None  # a crashed tool's traceback: the record's, never the agent's
 
 
 class Gateway(ToolLists, ControlPlane, DataPlane):
@@ -362,11 +363,11 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
             except TimeoutError:
                 problem = _Problem("timeout", f"{name!r} took longer than {tool.timeout:g} s")
             except ToolRaised as exc:
-                problem = _Problem("tool_error", crash(exc.raised))
+                problem = _Problem("tool_error", crash(exc.raised), crash_trace(exc.raised))
             except BaseException as exc:  # a tool's own bug, whatever it raised: a tool error
                 if stopping(exc, owner):
                     raise  # the call itself is being cancelled: the state is rolled back
-                problem = _Problem("tool_error", crash(exc))
+                problem = _Problem("tool_error", crash(exc), crash_trace(exc))
             if problem is not None and isolated:
                 before = state.changes  # nothing of it landed; others may have written meanwhile
         clock = inst.clock
@@ -407,6 +408,7 @@ class Gateway(ToolLists, ControlPlane, DataPlane):
             trigger_id,
             slot,
             flat,
+            None if problem is None else problem.trace,
         )
         result = CallResult(error is None, value, text, error, changelog_id, seq, state_hash)
         if error is None and kind == "call" and not inst.triggers.empty:

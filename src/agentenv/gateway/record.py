@@ -49,6 +49,10 @@ class TrajectoryRecord:
     trigger_id: str | None = None
     event: str | None = None
     detail: str | None = None
+    """A control step's or a trigger's detail, a message's text; for a call whose tool
+    crashed (raised something other than ToolError or a state error), the traceback,
+    cut to `raised.TRACE_LIMIT` characters. Never sent to the agent, nor in upstream's
+    events (`GET /trajectory`): only in our records."""
     sanitized: list[Sanitized] | None = None
     """The values replaced so that the record stays JSON (`gateway.sanitize`); None when
     none was."""

@@ -45,6 +45,7 @@ from agentenv.gateway.record import (
 )
 from agentenv.gateway.rows import (
     _US,
+    DETAIL,
     EPOCH,
     KIND,
     SEQ,
@@ -167,6 +168,7 @@ class Trajectory:
         trigger_id: str | None = None,
         virtual_slot: Any = _UNSET,
         flat: bool = False,
+        detail: str | None = None,
     ) -> int:
         """Add a call record, the gateway's hot path; its seq. `wall_us` is the wall time in
         microseconds since the epoch; `result_json` the result's JSON text, already proven
@@ -176,6 +178,7 @@ class Trajectory:
         string keys, values exactly str, int, float, bool or None): the row then keeps a
         one-level copy, history no one can edit, instead of their JSON text (a reader gets
         a copy of it, equal to what the JSON would give).
+        `detail` is the record's `detail`: for a call whose tool crashed, its traceback.
         Anything else that needs cleaning takes `append`'s way."""
         role, name = principal.role, principal.name
         try:
@@ -209,6 +212,8 @@ class Trajectory:
                 clean_text(session)
             if error is not None and not error.message.isascii():
                 clean_text(error.message)
+            if detail is not None and not detail.isascii():
+                clean_text(detail)
         except (Dirty, ValueError, TypeError, RecursionError, AttributeError):
             fields = {
                 "kind": kind,
@@ -227,6 +232,7 @@ class Trajectory:
                 "changelog_id_before": before,
                 "duration_ms": duration_ms,
                 "trigger_id": trigger_id,
+                "detail": detail,
             }
             row, size = row_of(0, fields)
             return self._add(row, size)[SEQ]  # type: ignore[no-any-return]
@@ -237,6 +243,8 @@ class Trajectory:
                 slot = (virtual_time - EPOCH) // _US  # as `rows.micros`, inline
         if result_json:
             size += len(result_json)
+        if detail:
+            size += len(detail)
         error_kind = error_message = None
         if error is not None:
             error_kind, error_message = error.kind, error.message
@@ -247,7 +255,7 @@ class Trajectory:
                 (
                     seq, kind, wall_us, state_hash, changelog_id, before, slot, role, name,
                     session, tool, text, result_json, error_kind, error_message, denied,
-                    duration_ms, trigger_id, None, None, None,
+                    duration_ms, trigger_id, None, detail, None,
                 )
             )  # fmt: skip
             self._hot_events.append(self._events)
@@ -433,11 +441,17 @@ class Trajectory:
         """Only the tool-call records (denied ones included)."""
         return [r for r in self.records() if r.kind == "call"]
 
-    def write_jsonl(self, out: IO[bytes], start: int = 0, stop: int | None = None) -> int:
-        """Write records `start` to `stop` as JSON lines to `out`; the bytes written."""
+    def write_jsonl(
+        self, out: IO[bytes], start: int = 0, stop: int | None = None, *, traces: bool = True
+    ) -> int:
+        """Write records `start` to `stop` as JSON lines to `out`; the bytes written.
+        `traces=False` leaves out the tracebacks of crashed tools (a call record's
+        `detail`): what a server answers its clients, agents among them."""
         written = 0
         batch: list[bytes] = []
         for row in self._rows(start, stop):
+            if not traces and row[DETAIL] is not None and row[KIND] == "call":
+                row = (*row[:DETAIL], None, *row[DETAIL + 1 :])
             # Straight from the row where that is byte-exact (nearly always), else the record.
             batch.append(row_line(row) or record_line(record(row)))
             if len(batch) >= 256:

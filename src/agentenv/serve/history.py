@@ -201,7 +201,7 @@ def history_router(gateway: Gateway, auth: Authenticator) -> APIRouter:
             total = len(traj)
             start = min(since, total)
             stop = total if limit is None else min(total, start + limit)
-            write = functools.partial(traj.write_jsonl, start=start, stop=stop)
+            write = functools.partial(traj.write_jsonl, start=start, stop=stop, traces=False)
             following = stop
         elif form == "events":
             total = traj.event_count
