@@ -18,6 +18,13 @@ class FormatCentsTest(unittest.TestCase):
     def test_negative_amounts(self):
         self.assertEqual(format_cents(-250), "-$2.50")
 
+    # Amounts the prompt does not name, so a table of its examples does not pass.
+    def test_amounts_beyond_the_examples(self):
+        self.assertEqual(format_cents(0), "$0.00")
+        self.assertEqual(format_cents(99), "$0.99")
+        self.assertEqual(format_cents(100000), "$1,000.00")
+        self.assertEqual(format_cents(-123456), "-$1,234.56")
+
 
 if __name__ == "__main__":
     unittest.main()
