@@ -1,4 +1,8 @@
-"""Checks /app/out against counts computed here from /app/data."""
+"""Checks /app/out against counts computed here from a copy of /app/data.
+
+The copy (tests/data, mounted at /tests/data) is the data as built: the agent can change
+/app/data, and outputs made to match changed data must not pass.
+"""
 
 import collections
 import json
@@ -6,7 +10,7 @@ import pathlib
 import re
 import sys
 
-data = sorted(pathlib.Path("/app/data").glob("*.txt"))
+data = sorted(pathlib.Path("/tests/data").glob("*.txt"))
 words = [w for f in data for w in re.findall(r"[a-z]+", f.read_text().lower())]
 counts = collections.Counter(words)
 expected = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
