@@ -24,6 +24,7 @@ from agentenv.synth.dataset import (
     write_bundle,
     write_report,
 )
+from agentenv.synth.diagnosis import reason_lines, suggestions
 from agentenv.synth.graph import build_graph
 from agentenv.synth.knobs import KnobError, Knobs
 from agentenv.synth.tasks import SynthConfig, SynthResult, TaskSynthesizer
@@ -142,10 +143,15 @@ def synth_tasks(
         bool, typer.Option("--gold-replay/--no-gold-replay", help="Add the gold-replay check.")
     ] = True,
     force: Annotated[bool, typer.Option("--force", help="Write into a non-empty folder.")] = False,
+    probes: Annotated[
+        int, typer.Option("--probes", help="Calls per tool to observe outputs for the graph.")
+    ] = 3,
     old_seed: OldSeed = None,
 ) -> None:
     """Synthesize verified tasks by walks on the tool graph; write them as a bundle."""
     refuse_old_seed(old_seed, "synth tasks")
+    if not 0 <= probes <= 100:
+        fail(f"--probes must be between 0 and 100, got {probes}", USAGE_EXIT)
     try:
         knobs = Knobs.parse(depth, topology, obfuscation, distractors)
         ratios = parse_ratios(split)
@@ -158,6 +164,7 @@ def synth_tasks(
             max_candidates=max_candidates,
             ratios=ratios,
             gold_replay=gold_replay,
+            probes=probes,
         )
     except (KnobError, SynthError, ValueError) as exc:
         fail(str(exc), USAGE_EXIT)
@@ -196,16 +203,14 @@ def synth_tasks(
         err_console.print(f"interrupted: wrote the {report['accepted']} tasks made so far")
         raise typer.Exit(INTERRUPTED_EXIT)
     if not result.tasks:
-        common = next(iter(report["dropped"]), "none")
-        graph = report.get("graph") or {}
-        hint = ""
-        if graph.get("probes") and not graph.get("probes_ok"):
-            hint = "; every probe call of every tool failed: do the tools work on the seed data?"
-        elif graph.get("nodes") and not graph.get("edges"):
-            hint = "; the tool graph has no edges, so only --depth 1 walks exist"
+        tips = suggestions(report)
+        if tips:
+            err_console.print("what to try:", highlight=False)
+            for tip in tips:
+                err_console.print(f"  {escape(tip)}", highlight=False, soft_wrap=True)
         fail(
-            f"no task survived: 0 of {report['candidates']} candidates accepted (most often "
-            f"dropped: {common}){hint}; the report is in {out / 'report.json'}"
+            f"no task survived: 0 of {report['candidates']} candidates accepted; "
+            f"the report is in {out / 'report.json'}"
         )
 
 
@@ -247,8 +252,12 @@ def _summary(report: dict[str, Any], elapsed: float, out: Path, command: str) ->
         highlight=False,
     )
     if report["dropped"]:
-        reasons = ", ".join(f"{k} {v}" for k, v in report["dropped"].items())
-        console.print(f"dropped: {escape(reasons)}", highlight=False)
+        dropped = sum(report["dropped"].values())
+        console.print(
+            f"dropped {dropped} of {report['candidates']} candidates, by reason:", highlight=False
+        )
+        for line in reason_lines(report):
+            console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     if report["accepted"]:
         splits = ", ".join(f"{k} {v}" for k, v in report["splits"].items())
         console.print(f"splits: {splits}", highlight=False)

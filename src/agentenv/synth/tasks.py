@@ -44,6 +44,7 @@ from agentenv.synth.dataset import (
     env_hash,
     task_document,
 )
+from agentenv.synth.diagnosis import cause_of
 from agentenv.synth.graph import ToolGraph, build_graph
 from agentenv.synth.knobs import Knobs, choose_obfuscations, make_distractors
 from agentenv.synth.runtime import SHIFT, Sandbox
@@ -147,6 +148,7 @@ class TaskSynthesizer:
         self.common = common_words(env)
         self.graph: ToolGraph | None = None
         self.dropped: Counter[str] = Counter()
+        self.causes: dict[str, Counter[str]] = {}
         self.examples: dict[str, str] = {}
         self.candidates = 0
         self.interrupted = False
@@ -181,6 +183,9 @@ class TaskSynthesizer:
     def _drop(self, reason: str, detail: str) -> None:
         self.dropped[reason] += 1
         self.examples.setdefault(reason, detail[:300])
+        cause = cause_of(reason, detail)
+        if cause is not None:
+            self.causes.setdefault(reason, Counter())[cause] += 1
 
     async def _augment(self, records: dict[str, list[dict[str, Any]]]) -> Snapshot:
         """The seed with distractors, added through the data plane as the task will."""
@@ -344,6 +349,9 @@ class TaskSynthesizer:
             "accepted": accepted,
             "acceptance_rate": round(accepted / self.candidates, 4) if self.candidates else 0.0,
             "dropped": dict(sorted(self.dropped.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "dropped_causes": {
+                reason: dict(counts.most_common()) for reason, counts in sorted(self.causes.items())
+            },
             "drop_examples": dict(sorted(self.examples.items())),
             "splits": splits,
             "graph": graph,

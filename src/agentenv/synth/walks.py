@@ -145,7 +145,8 @@ def sample_plan(graph: ToolGraph, rng: random.Random, depth: int, topology: Topo
         return Plan(topology, steps)
     consumers = [t for t in tools if len({e.param for e in graph.in_edges(t)}) >= depth - 1]
     if not consumers:
-        raise Dropped("no_walk", f"no tool takes {depth - 1} inputs from other tools")
+        inputs = f"{depth - 1} input{'s' if depth > 2 else ''}"
+        raise Dropped("no_walk", f"no tool takes {inputs} from other tools")
     consumer = rng.choice(consumers)
     by_param: dict[str, list[Edge]] = {}
     for e in graph.in_edges(consumer):
