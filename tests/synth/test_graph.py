@@ -217,7 +217,7 @@ def test_cli_prints_json_and_dot(tmp_path: Path) -> None:
 def test_cli_bad_input_gives_one_clear_line(tmp_path: Path) -> None:
     app = cli_app()
     result = runner.invoke(app, ["graph", str(DESK), "--format", "xml"])
-    assert result.exit_code == 2 and "--format must be json or dot" in result.output
+    assert result.exit_code == 2 and "--format must be one of json, dot," in result.output
     result = runner.invoke(app, ["graph", str(tmp_path / "nowhere")])
     assert result.exit_code == 1 and "no such file or folder" in result.output
     result = runner.invoke(app, ["graph", str(DESK), "--role", "nobody"])
