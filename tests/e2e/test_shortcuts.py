@@ -13,6 +13,7 @@ Where a shortcut passed, the task's verifier was fixed (see each task's comments
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -196,7 +197,21 @@ def _harbor() -> list[Shortcut]:
     ]  # fmt: skip
 
 
-SHORTCUTS = [*_support_desk(), *_personal(), *_mixed(), *_git_commit(), *_repo_fix(), *_harbor()]
+def _upstream_style() -> list[Shortcut]:
+    task = "bundles/upstream-style/tasks/buy-a-book.json"
+    (order,) = solution_calls(ROOT / "examples" / task, "buy")
+    return [
+        Shortcut(task, "answers with the order it expects, buys nothing", []),
+        Shortcut(task, "buys the wrong book", [_with(order, book_id="B-002")]),
+        Shortcut(task, "buys two copies", [_with(order, quantity=2)]),
+        Shortcut(task, "buys for another customer", [_with(order, customer_id="U-002")]),
+    ]
+
+
+SHORTCUTS = [
+    *_support_desk(), *_personal(), *_mixed(), *_git_commit(), *_repo_fix(), *_harbor(),
+    *_upstream_style(),
+]  # fmt: skip
 
 AGENT_TASKS = sorted({s.task for s in SHORTCUTS})
 """The example tasks an agent acts in (each has shortcuts above and a reference solution)."""
@@ -238,4 +253,53 @@ async def test_a_shortcut_agent_fails_the_task(s: Shortcut, servers: None) -> No
 @pytest.mark.parametrize("task", [pytest.param(t, marks=_needs(t)) for t in AGENT_TASKS])
 async def test_the_oracle_still_passes_the_task(task: str, servers: None) -> None:
     result = await run_with_agent(ROOT / "examples" / task, OracleAgent())
+    assert result.passed is True and result.score == 1.0, (result.error, result.scores)
+
+
+@NEEDS_BWRAP
+async def test_the_word_stats_tests_copy_of_the_data_is_the_data_as_built() -> None:
+    """The tests count tests/data (the agent cannot change it): it must be /app/data as
+    the Dockerfile builds it, or the task grades against other data than it gives."""
+    from agentenv.tasks.harbor import build_environment
+
+    built = (await build_environment(WORD_STATS)).tree / "data"
+    copy = WORD_STATS / "tests" / "data"
+    names = sorted(p.name for p in built.iterdir())
+    assert names == sorted(p.name for p in copy.iterdir())
+    for name in names:
+        assert (built / name).read_bytes() == (copy / name).read_bytes(), name
+
+
+# -- tasks no agent acts in: what they are given decides, so wrong input must fail ---------
+
+AGENTLESS = {
+    # (task, artifact file, wrong content)
+    "hello says goodbye": ("hello.json", "greeting/hello.txt", "goodbye from the sandbox\n"),
+    "pipeline counts other words": ("pipeline.json", "greeting/hello.txt", "hello there\n"),
+    "hello's check looks for another word": (
+        "hello.json",
+        "greeting/check.sh",
+        "grep -q hi hello.txt\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AGENTLESS))
+async def test_a_sandbox_steps_task_fails_on_wrong_input(tmp_path: Path, case: str) -> None:
+    """sandbox-steps' tasks deploy no agent (upstream's step examples): no shortcut agent
+    can act, so the check is that their verifiers reject wrong artifacts."""
+    task, artifact, content = AGENTLESS[case]
+    bundle = tmp_path / "sandbox-steps"
+    shutil.copytree(BUNDLES / "sandbox-steps", bundle)
+    (bundle / "artifacts" / artifact).write_text(content)
+    result = await run_with_calls(bundle / "tasks" / task, [])
+    assert result.passed is False and result.score is not None and result.score < 1.0, (
+        result.error,
+        result.scores,
+    )
+
+
+@pytest.mark.parametrize("task", ["hello.json", "pipeline.json"])
+async def test_a_sandbox_steps_task_passes_as_given(task: str) -> None:
+    result = await run_with_calls(BUNDLES / "sandbox-steps" / "tasks" / task, [])
     assert result.passed is True and result.score == 1.0, (result.error, result.scores)
