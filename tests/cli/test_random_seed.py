@@ -60,3 +60,9 @@ def test_graph_takes_random_seed() -> None:
     code, out = invoke("graph", DESK, "--random-seed", "4", "--probes", "1")
     assert code == 0, out
     assert '"edges"' in out
+
+
+def test_graph_seed_n_is_an_unknown_option_that_names_random_seed() -> None:
+    code, out = invoke("graph", DESK, "--seed", "4")
+    assert code == 2, out
+    assert "No such option: --seed" in out and "--random-seed" in out
