@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.tasks.sandbox_bundles import needs_bwrap
 from typer.testing import CliRunner
 
 from agentenv.cli import app
@@ -57,6 +58,13 @@ def test_dot_from_inside_a_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
     assert code == 0, out
     assert "tasks/escalate-refund.yaml" in out and "tasks/resolve-billing.yaml" in out
     assert "solutions: 2 pass" in out
+
+
+@needs_bwrap
+def test_a_harbor_task_directory_validates_with_its_solution() -> None:
+    code, out = validate(EXAMPLES.parent / "harbor" / "word-stats")
+    assert code == 0, out
+    assert "word-stats (4 steps)" in out and "solution: the oracle passes" in out
 
 
 def test_a_solution_that_fails_exits_1_naming_the_task_and_its_checks(tmp_path: Path) -> None:
