@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentenv import EnvironmentCache, EpisodeSpec, Task
+from agentenv.episodes import default_cache
 
 BANK_ENV = """
 apiVersion: agentenv/v1
@@ -312,6 +313,8 @@ async def test_episodes_sharing_a_cache_load_the_environment_once(bundle: Path) 
         assert (await episode.result()).passed
         assert balance(episode) == 105  # each episode its own instance of the loaded env
     assert len(cache) == 1
+    assert EpisodeSpec.from_task(task).environment_cache() is default_cache()
+    assert EpisodeSpec.from_task(task, cache=False).environment_cache() is None
     fresh = await EpisodeSpec.from_task(task, cache=False).start()
     await deposit_turns(fresh, [[5]], [None])
     assert (await fresh.result()).passed and len(cache) == 1
@@ -339,3 +342,21 @@ async def test_twenty_concurrent_episodes_of_the_flagship_task_all_pass() -> Non
         refunds = episode.final_state()["desk"]["refunds"]
         assert [r["amount"] for r in refunds if r["ticket_id"] == "T-1042"] == [98.0]
         assert episode.usage["total_tokens"] == 2
+
+
+async def test_a_task_loaded_anew_per_episode_does_not_grow_the_cache(bundle: Path) -> None:
+    import gc
+    import weakref
+
+    cache = EnvironmentCache(max_tasks=2)
+    kept = []
+    for _ in range(5):
+        task = Task.load(bundle / "tasks" / "scored.yaml")  # a new Task object each time
+        kept.append(weakref.ref(task))
+        episode = await EpisodeSpec.from_task(task, cache=cache).start()
+        await deposit_turns(episode, [[5]], [None])
+        assert (await episode.result()).passed
+        del task, episode
+    gc.collect()
+    assert [ref() is None for ref in kept] == [True, True, True, False, False]
+    assert len(cache) == 1
