@@ -17,6 +17,7 @@ import pytest
 
 from agentenv import EnvironmentCache, EpisodeSpec, Task
 from agentenv.episodes import default_cache
+from agentenv.rollout.exporters import get_exporter
 
 BANK_ENV = """
 apiVersion: agentenv/v1
@@ -191,7 +192,8 @@ async def test_a_turn_whose_step_timed_out_is_ended_and_its_tools_refuse(bundle:
     with pytest.raises(RuntimeError, match="this turn has ended"):
         async with turn.tools():
             pass
-    await turn.end("too late")  # harmless
+    await turn.end("too late", usage={"prompt_tokens": 7, "completion_tokens": 1})  # harmless
+    assert episode.usage == {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
 
 
 async def test_a_turn_that_was_ended_takes_no_more_calls(bundle: Path) -> None:
@@ -258,6 +260,8 @@ async def test_a_driven_episode_gives_its_trajectory_and_the_chat_an_llm_saw(bun
     record = episode.record(agent="my-model")
     assert (record.status, record.agent, record.calls) == ("passed", "my-model", 2)
     assert record.trajectory == episode.trajectory()
+    (line,) = get_exporter("sft-chat").documents(record)  # what the exported line would hold
+    assert (line["messages"], line["tools"]) == (messages, episode.openai_tools())
 
 
 async def test_usage_is_recorded_per_turn_and_summed(bundle: Path) -> None:
