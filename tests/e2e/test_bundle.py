@@ -12,9 +12,15 @@ from typer.testing import CliRunner
 
 from agentenv import EpisodeSpec, Task
 from agentenv.cli import app
+from agentenv.rollout.store import EpisodeRecord, RolloutStore
 
 BUNDLE = Path(__file__).parents[2] / "examples" / "bundles" / "support-desk"
 runner = CliRunner()
+
+
+def _records(out: Path) -> dict[str, EpisodeRecord]:
+    """The episodes `agent-env run` wrote into `out`, by task name (one each)."""
+    return {r.task: r for r in RolloutStore(out).records()}
 
 
 def test_the_oracle_solves_every_task_of_the_bundle(tmp_path: Path) -> None:
@@ -22,22 +28,25 @@ def test_the_oracle_solves_every_task_of_the_bundle(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", str(BUNDLE), "--agent", "oracle", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "2 tasks, 2 passed, mean score 1.00" in result.output
-    assert "oracle on support-desk/resolve-billing   9 turns   0 denied   09:00:00-09:31:38" in (
-        result.output
+    # two episodes: a summary table, no timelines (those are for one episode, or --verbose)
+    assert "run summary" in result.output and "list_tickets" not in result.output
+    result = runner.invoke(app, ["run", str(BUNDLE), "--out", str(tmp_path / "v"), "-v"])
+    assert result.exit_code == 0, result.output
+    header = (
+        "oracle on support-desk/resolve-billing   1 turn, 9 calls, 0 denied   09:00:00-09:31:38"
     )
+    assert header in result.output
     assert "score 1.00  (env_outcome_verifier 1.00, agent_prompt_response_verifier 1.00)" in (
         result.output
     )
-    folder = out / "support-desk__resolve-billing"
-    for name in ("trajectory.jsonl", "scores.json", "task.json", "final_state.json"):
-        assert (folder / name).is_file()
-    scores = json.loads((folder / "scores.json").read_text())
-    assert scores["status"] == "passed" and scores["score"] == 1.0
-    rows = [json.loads(line) for line in (folder / "trajectory.jsonl").read_text().splitlines()]
-    calls = [r["tool"] for r in rows if r["kind"] == "call"]
+    assert (out / "plan.json").is_file() and (out / "episodes.jsonl").is_file()
+    record = _records(out)["support-desk/resolve-billing"]
+    assert record.status == "passed" and record.score == 1.0
+    calls = [r["tool"] for r in record.trajectory if r["kind"] == "call"]
     assert calls[:2] == ["list_tickets", "read_ticket"] and calls[-1] == "close_ticket"
-    assert any(r["kind"] == "trigger" for r in rows)  # the customer's answer arrived
-    final = json.loads((folder / "final_state.json").read_text())
+    assert any(r["kind"] == "trigger" for r in record.trajectory)  # the customer's answer
+    final = RolloutStore(out).read_state(record.episode_id)
+    assert final is not None
     assert [r["amount"] for r in final["desk"]["refunds"] if r["ticket_id"] == "T-1042"] == [98.0]
 
 
@@ -93,7 +102,7 @@ def test_fail_under_makes_the_run_fail(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", str(bundle), "--agent", "oracle", "--out", str(out)]
     assert runner.invoke(app, args).exit_code == 0  # a low score alone is not an error
-    result = runner.invoke(app, [*args, "--fail-under", "0.9"])
+    result = runner.invoke(app, [*args[:-1], str(tmp_path / "again"), "--fail-under", "0.9"])
     assert result.exit_code == 1
     assert "2 tasks, 1 passed, mean score 0.50" in result.output
     assert "below --fail-under 0.9" in result.output
@@ -108,14 +117,19 @@ def test_a_task_naming_a_missing_environment_fails_with_its_reason_on_disk(
     task["steps"][0]["env"] = "no-such-desk"
     task_file.write_text(yaml.safe_dump(task))
     out = tmp_path / "run"
-    result = runner.invoke(app, ["run", str(bundle), "--out", str(out)])
-    assert result.exit_code == 1
+    result = runner.invoke(app, ["run", str(task_file), "--out", str(out)])
+    assert result.exit_code == 1  # its one episode errored
     assert "no environment 'no-such-desk'" in result.output
-    scores = json.loads((out / "support-desk__escalate-refund" / "scores.json").read_text())
-    assert scores["status"] == "error"
-    statuses = {s["id"]: s["status"] for s in scores["steps"]}
+    assert "every episode failed or errored" in result.output
+    record = _records(out)["support-desk/escalate-refund"]
+    assert record.status == "error"
+    statuses = {s["id"]: s["status"] for s in record.steps}
     assert statuses["deploy"] == "failed" and statuses["ask"] == "skipped"
     assert "Traceback" not in result.output
+    # the other task passes: the run as a whole does not fail, and says what errored
+    result = runner.invoke(app, ["run", str(bundle), "--out", str(tmp_path / "both")])
+    assert result.exit_code == 0, result.output
+    assert "1 errored: support-desk/escalate-refund" in result.output
 
 
 @pytest.mark.parametrize("target", ["support-desk/nope", "nope"])
@@ -149,10 +163,7 @@ def test_the_personal_bundle_runs_two_agents_one_playing_the_user(tmp_path: Path
     assert result.exit_code == 0, result.output
     assert "1 tasks, 1 passed, mean score 1.00" in result.output
     assert "alex: Hi! Could you set up lunch with Jordan" in result.output
-    rows = [
-        json.loads(line)
-        for line in (out / "personal__plan-lunch" / "trajectory.jsonl").read_text().splitlines()
-    ]
+    rows = _records(out)["personal/plan-lunch"].trajectory
     speakers = [r["role"] for r in rows if r["kind"] == "message"]
     assert speakers == ["user", "assistant", "user"]
     callers = {(r["role"], r["tool"]) for r in rows if r["kind"] == "call"}
@@ -182,9 +193,10 @@ def test_a_shortcut_agent_does_not_pass_resolve_billing(tmp_path: Path, shortcut
     task["solution"]["main"]["calls"] = [calls[name] for name in SHORTCUTS[shortcut]]
     task_file.write_text(yaml.safe_dump(task))
     out = tmp_path / "run"
-    runner.invoke(app, ["run", str(task_file), "--agent", "oracle", "--out", str(out)])
-    scores = json.loads((out / "support-desk__resolve-billing" / "scores.json").read_text())
-    assert scores["passed"] is False and scores["score"] < 1.0
+    result = runner.invoke(app, ["run", str(task_file), "--agent", "oracle", "--out", str(out)])
+    assert result.exit_code == 1  # its one episode failed
+    record = _records(out)["support-desk/resolve-billing"]
+    assert record.passed is False and record.score is not None and record.score < 1.0
 
 
 @pytest.mark.parametrize("name", ["support-desk", "personal"])

@@ -25,6 +25,8 @@ import pytest
 from mcp import Client
 from tests.cli.test_serve_process import serving, step
 
+from agentenv.rollout.store import RolloutStore
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
@@ -64,7 +66,7 @@ def npx_ready() -> None:
 def _run(
     command: list[str], bundle: Path, agent: str, out: Path, cwd: Path | None = None
 ) -> dict[str, Any]:
-    """`agent-env run BUNDLE --agent AGENT --out OUT`; the one task's scores.json."""
+    """`agent-env run BUNDLE --agent AGENT --out OUT`; the one episode's record (as JSON)."""
     done = subprocess.run(
         [*command, "run", str(bundle), "--agent", agent, "--out", str(out)],
         capture_output=True,
@@ -73,13 +75,11 @@ def _run(
         cwd=cwd,
         env={**os.environ, "AGENTENV_LOG_DIR": str(out.parent / "logs")},
     )
-    (task,) = [p for p in out.iterdir() if p.is_dir()]
-    assert (task / "scores.json").is_file(), done.stdout + done.stderr
+    records = list(RolloutStore(out).records())
+    assert len(records) == 1, done.stdout + done.stderr
     return {
-        "scores": json.loads((task / "scores.json").read_text()),
-        "trajectory": [
-            json.loads(line) for line in (task / "trajectory.jsonl").read_text().splitlines()
-        ],
+        "scores": records[0].model_dump(mode="json"),
+        "trajectory": records[0].trajectory,
         "output": done.stdout + done.stderr,
     }
 

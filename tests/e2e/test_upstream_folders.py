@@ -6,13 +6,14 @@ requirements (from the package index), behind our gateway."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from agentenv.rollout.store import RolloutStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / ".venv-upstream/src/agentenv_framework-0.9.1364/src/agent_env/examples/mail-mcp"
@@ -65,9 +66,9 @@ def test_upstream_mail_bundle_runs_unchanged_with_the_oracle(
         pytest.skip(f"the package index is not reachable: {done.stderr[-400:]}")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "score 1.00" in done.stdout
-    assert "1 tasks, 1 passed" in done.stdout
-    scores = json.loads((out / "mail-mcp__smoke" / "scores.json").read_text())
-    assert scores["score"] == 1.0, scores
+    assert "1 passed," in done.stdout
+    (record,) = RolloutStore(out).records()
+    assert record.score == 1.0, record
     assert not _mail_processes(bundle), "the folder's server stopped with the run"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentenv.rollout.store import RolloutStore
 from agentenv.sandbox import BwrapProvider
 
 ROOT = Path(__file__).parents[2]
@@ -30,9 +31,9 @@ def agent_env(command: list[str], *args: str, cwd: Path) -> subprocess.Completed
 @pytest.mark.parametrize(
     ("target", "tasks"),
     [
-        ("examples/bundles/repo-fix", ["repo-fix__fix-totals", "repo-fix__format-cents"]),
-        ("examples/bundles/sandbox-steps", ["sandbox-steps__hello", "sandbox-steps__pipeline"]),
-        ("examples/harbor/word-stats", ["harbor__word-stats"]),
+        ("examples/bundles/repo-fix", ["repo-fix/fix-totals", "repo-fix/format-cents"]),
+        ("examples/bundles/sandbox-steps", ["sandbox-steps/hello", "sandbox-steps/pipeline"]),
+        ("examples/harbor/word-stats", ["harbor/word-stats"]),
     ],
 )
 def test_the_oracle_passes_every_example_task(
@@ -44,9 +45,9 @@ def test_the_oracle_passes_every_example_task(
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(tasks)} tasks, {len(tasks)} passed, mean score 1.00" in done.stdout
-    for name in tasks:
-        scores = json.loads((tmp_path / "run" / name / "scores.json").read_text())
-        assert scores["passed"] is True and scores["score"] == 1.0
+    records = {r.task: r for r in RolloutStore(tmp_path / "run").records()}
+    assert sorted(records) == sorted(tasks)
+    assert all(r.passed and r.score == 1.0 for r in records.values())
 
 
 def test_the_final_state_of_a_workspace_task_is_the_tree(
@@ -57,7 +58,10 @@ def test_the_final_state_of_a_workspace_task_is_the_tree(
         agent_env_command, "run", str(task), "--out", str(tmp_path / "r"), cwd=tmp_path
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    state = json.loads((tmp_path / "r" / "repo-fix__fix-totals" / "final_state.json").read_text())
+    store = RolloutStore(tmp_path / "r")
+    (record,) = store.records()
+    state = store.read_state(record.episode_id)  # states/<episode_id>.json
+    assert state is not None
     files = {r["path"]: r for r in state["repo"]["files"]}  # by env id, then collection
     assert "ROUND_HALF_UP" in files["invoice/totals.py"]["content"]
     assert files["tests/test_totals.py"]["mode"] == "100644"
@@ -153,6 +157,6 @@ def test_upstreams_own_sandbox_bundle_runs_unchanged(
         agent_env_command, "run", str(bundle), "--out", str(tmp_path / "s"), cwd=tmp_path
     )
     assert "1 tasks, 0 passed, mean score 0.00" in again.stdout, again.stdout + again.stderr
-    scores = json.loads((tmp_path / "s" / "hello__hello" / "scores.json").read_text())
-    rows = scores["scores"]["hello"]["details"]["results"]
+    (record,) = RolloutStore(tmp_path / "s").records()
+    rows = record.scores["hello"].details["results"]
     assert rows and all(row["result"] is False for row in rows)

@@ -111,7 +111,7 @@ def test_export_refuses_what_it_cannot_do(oracle_run: Path, tmp_path: Path) -> N
     option = cli("export", oracle_run, "-O", "colour=red")
     assert option.exit_code == 1 and "has no option colour" in option.stderr
     missing = cli("export", tmp_path / "nothing")
-    assert missing.exit_code == 1 and "not a rollout folder" in missing.stderr
+    assert missing.exit_code == 1 and "not a run folder" in missing.stderr
 
 
 def test_report_tables_and_json(oracle_run: Path, tmp_path: Path) -> None:

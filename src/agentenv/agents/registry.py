@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import parse_qsl, urlencode
 
 from agentenv.agents.base import Agent, AgentError
 from agentenv.agents.human import HumanAgent
@@ -54,7 +55,9 @@ def _human(argument: str) -> Agent:
     return HumanAgent()
 
 
-AGENTS.add_builtin(_configuration_errors("openai", openai_agent_from_spec), "openai")
+_openai = _configuration_errors("openai", openai_agent_from_spec)
+_openai.base_url_option = "base_url"  # type: ignore[attr-defined]
+AGENTS.add_builtin(_openai, "openai")
 AGENTS.add_builtin(_configuration_errors("replay", ReplayAgent.from_spec), "replay")
 AGENTS.add_builtin(_configuration_errors("scripted", ScriptedAgent.from_spec), "scripted")
 AGENTS.add_builtin(_configuration_errors("human", _human), "human")
@@ -78,6 +81,24 @@ def make_agent(spec: str) -> Agent:
     """
     name, _, argument = spec.partition(":")
     return AGENTS.get(name)(argument)
+
+
+def with_base_url(spec: str, url: str) -> str:
+    """The spec of the same agent talking to the endpoint `url` (what `--base-url` gives
+    on `run`, `rollout` and `agent serve`): for `openai:MODEL[?...]` its `base_url`
+    option, set or replaced. A plugin agent takes one when its factory has a
+    `base_url_option` attribute (the query option to set). RegistryError for an agent that
+    takes none. Show the original spec as the agent's name: the endpoint is where it runs,
+    not what it is."""
+    name, _, argument = spec.partition(":")
+    option = getattr(AGENTS.get(name), "base_url_option", None)
+    if not isinstance(option, str) or not option:
+        raise RegistryError(f"agent {name!r} takes no --base-url")
+    if not url.strip():
+        raise RegistryError("--base-url is empty")
+    head, _, query = argument.partition("?")
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != option]
+    return f"{name}:{head}?{urlencode([*kept, (option, url)], safe=':/')}"
 
 
 def _a2a(argument: str) -> Agent:

@@ -162,3 +162,26 @@ def parse_args(pairs: list[str], json_args: str | None, schema: dict[str, Any]) 
         except json.JSONDecodeError:
             args[key] = raw
     return args
+
+
+def parse_pairs(items: list[str], option: str) -> dict[str, Any]:
+    """`KEY=VALUE` options (`--seed`, `--option`) as a mapping, each value read as JSON
+    when it is JSON (`3`, `true`, `[1]`), else kept as text; exits on a bad pair."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            fail(f"{option} expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def print_wide(renderable: Any) -> None:
+    """Print a table at its natural width: never squeezed into a narrow (or piped)
+    console, so names stay whole and greppable."""
+    wide = console.options.update(max_width=1000)
+    width = max(console.width, console.measure(renderable, options=wide).maximum)
+    Console(width=width, file=console.file, force_terminal=console.is_terminal).print(renderable)

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
-from agentenv.cli._common import console, err_console, fail
+from agentenv.cli._common import console, err_console, fail, print_wide
 from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
 from agentenv.rollout.exporters.registry import get_exporter
 from agentenv.rollout.jsonsafe import safe_text
@@ -260,7 +259,7 @@ def _print_summary(summary: RolloutSummary, folder: Path) -> None:
 
 
 def export(
-    run: Annotated[Path, typer.Argument(help="A run folder written by agent-env rollout.")],
+    run: Annotated[Path, typer.Argument(help="A run folder written by agent-env run or rollout.")],
     format: Annotated[
         str, typer.Option("--format", "-f", help="sft-chat, rl, parquet, atif, or a plugin.")
     ] = "sft-chat",
@@ -288,6 +287,7 @@ def export(
     ] = None,
 ) -> None:
     """Write a run's episodes in a training or interchange format (one episode per agent)."""
+    _run_folder(run)
     if format not in EXPORTERS.names():
         fail(f"unknown format {format!r} (formats: {', '.join(EXPORTERS.names())})")
     try:
@@ -326,8 +326,27 @@ def export(
     )
 
 
+def _run_folder(run: Path) -> RolloutStore:
+    """The store of a run folder `run` or `rollout` wrote; exits saying what `run` is
+    otherwise (an older `agent-env run` folder, one subfolder per task, is named as such)."""
+    store = RolloutStore(run)
+    if store.exists():
+        return store
+    if run.is_dir() and any(run.glob("*/scores.json")):
+        fail(
+            f"{run} is a run folder in the older format (one folder per task, with "
+            "scores.json and trajectory.jsonl), which report and export do not read: run the "
+            "tasks again with `agent-env run` or `agent-env rollout`, which write "
+            f"{store.path.name}"
+        )
+    fail(
+        f"{run} is not a run folder (no {store.path.name}); report and export read what "
+        "`agent-env run` and `agent-env rollout` write"
+    )
+
+
 def report(
-    run: Annotated[Path, typer.Argument(help="A run folder written by agent-env rollout.")],
+    run: Annotated[Path, typer.Argument(help="A run folder written by agent-env run or rollout.")],
     k: Annotated[
         list[int] | None,
         typer.Option("--k", "-k", min=1, help="k for pass@k and pass^k (default 1, 2, 4, ...)."),
@@ -335,12 +354,7 @@ def report(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
 ) -> None:
     """Pass rate, mean score, pass@k and pass^k per agent and per task (docs/metrics.md)."""
-    store = RolloutStore(run)
-    if not store.exists():
-        fail(
-            f"{run} is not a rollout folder (no {store.path.name}); report and export read what "
-            "`agent-env rollout` writes (`agent-env run` writes one folder per task instead)"
-        )
+    store = _run_folder(run)
     with _warnings_to_console():
         metrics = compute_metrics(store.raw_records(), ks=k)
         plan = store.read_plan()
@@ -350,10 +364,8 @@ def report(
         data["planned"] = planned
         typer.echo(json.dumps(data, indent=2))
         return
-    for table in metrics.tables():  # never squeezed into a narrow (or piped) console
-        wide = console.options.update(max_width=1000)
-        width = max(console.width, console.measure(table, options=wide).maximum)
-        Console(width=width, file=console.file, force_terminal=console.is_terminal).print(table)
+    for table in metrics.tables():
+        print_wide(table)
     line = f"{metrics.episodes} episodes"
     if isinstance(planned, int) and planned > metrics.episodes:
         line += f" of {planned} planned ({planned - metrics.episodes} not done: --resume)"

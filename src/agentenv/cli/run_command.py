@@ -1,222 +1,195 @@
-"""`agent-env run`: run a bundle's tasks (or one task) with an agent, print timelines and
-scores, write a run folder; `agent-env task list`: the local catalog of tasks."""
+"""`agent-env run`: run tasks with agents on the rollout machinery (a plan, the local
+runner, a run folder `report` and `export` read), print timelines or a summary table;
+`agent-env task list`: the local catalog of tasks."""
 
 from __future__ import annotations
 
 import asyncio
-import os
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from agentenv.agents import make_agent
-from agentenv.agents.base import Agent
-from agentenv.cli._common import console, fail
-from agentenv.registry import RegistryError
+from agentenv.cli._common import console, err_console, fail, parse_pairs, print_wide
+from agentenv.cli.run_output import print_timeline, summary_table
+from agentenv.rollout.episode import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT
+from agentenv.rollout.local import LocalRunner
+from agentenv.rollout.plan import PlanError, RolloutPlan, resolve_targets
+from agentenv.rollout.progress import RichProgress
+from agentenv.rollout.store import EpisodeRecord, RolloutStore, StoreError
 from agentenv.spec.errors import DocumentError
-from agentenv.tasks.bundle import Bundle, Task, TaskNotFound, iter_bundles
-from agentenv.tasks.context import DeployedAgentRequest, TaskContext
-from agentenv.tasks.harbor import harbor_task_spec, harbor_tasks
-from agentenv.tasks.run_folder import run_to_folder, trajectory_rows
-from agentenv.tasks.runner import TaskResult
-from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
+from agentenv.tasks.bundle import Task, iter_bundles
+from agentenv.tasks.harbor import harbor_tasks
+
+INTERRUPTED_EXIT = 130
 
 task_app = typer.Typer(help="The local catalog of tasks.", no_args_is_help=True)
 
 
 def tasks_of(target: str) -> list[Task]:
     """A bundle folder, a task file, a Harbor task directory (or a folder of them), or a
-    catalog name (`bundle` or `bundle/task`)."""
-    path = Path(target)
+    catalog name (`bundle` or `bundle/task`), as `rollout` resolves them; exits with the
+    reason when it names nothing."""
     try:
-        if path.is_file():
-            return [Task.load(path)]
-        if path.is_dir() and harbor_tasks(path):
-            return [harbor_task(p) for p in harbor_tasks(path)]
-        if path.is_dir():
-            if not Bundle.is_bundle(path):
-                fail(f"{path} is not a bundle (no tasks/ or envs/ folder)")
-            bundle = Bundle(path)
-            files = bundle.task_files()
-            if not files:
-                fail(f"bundle {path} has no tasks (tasks/*.json|yaml)")
-            return [Task.load(f, bundle=bundle) for f in files]
-        if "/" in target:
-            try:
-                return [Task.get(target)]
-            except TaskNotFound:
-                # A mistyped path looks like a catalog name: say both.
-                fail(
-                    f"no task file, bundle folder or catalog task {target!r} "
-                    "(see `agent-env task list`)"
-                )
-        for bundle in iter_bundles():
-            if bundle.name == target:
-                return [Task.load(f, bundle=bundle) for f in bundle.task_files()]
-    except (TaskNotFound, DocumentError) as exc:
+        return resolve_targets([target])
+    except PlanError as exc:
         fail(str(exc))
-    fail(f"no bundle, task file or catalog task {target!r} (see `agent-env task list`)")
 
 
-def harbor_task(path: Path) -> Task:
-    """A Harbor task directory as a Task (its environment built on this machine)."""
-    spec = asyncio.run(harbor_task_spec(path))
-    return Task(spec=spec, name=f"harbor/{spec.name}", file=path.resolve() / "task.toml")
-
-
-def _parse_seed(items: list[str]) -> dict[str, Any]:
-    import json
-
-    seed: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            fail(f"--seed expects KEY=VALUE, got {item!r}")
-        try:
-            seed[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            seed[key] = raw
-    return seed
-
-
-def _first_arg(args: dict[str, Any] | None) -> str:
-    if not args:
-        return ""
-    value = next(iter(args.values()))
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _timeline(agent_label: str, task: Task, ctx: TaskContext, result: TaskResult) -> None:
-    # A verifier script's own calls (env_outcome_verifier with verify.py) are shown, marked,
-    # but they are not the agent's turns.
-    calls = [
-        r
-        for r in trajectory_rows(ctx)
-        if r["kind"] == "call" and r["principal"] != VERIFIER_PRINCIPAL
-    ]
-    denied = sum(1 for r in calls if r["denied"])
-    times = [r["virtual_time"] for r in calls if r["virtual_time"]]
-    span = ""
-    if times:
-        start, end = (datetime.fromisoformat(t) for t in (times[0], times[-1]))
-        span = f"   {start:%H:%M:%S}-{end:%H:%M:%S}"
-    console.print(
-        f"[bold]{escape(agent_label)}[/] on [bold]{escape(task.name)}[/]   "
-        f"{len(calls)} turns   {denied} denied{span}",
-        highlight=False,
-    )
-    i = 0
-    for row in trajectory_rows(ctx):
-        if row["kind"] not in ("call", "message"):
-            continue
-        when = _clock(row["virtual_time"])
-        if row["kind"] == "message":  # a conversation: who said what, between the calls
-            text = row["detail"] or ""
-            text = text if len(text) <= 70 else text[:67] + "..."
-            who = row["principal"] or row["role"] or ""
-            console.print(f"    {when} [dim]{escape(who)}: {escape(text)}[/]", highlight=False)
-            continue
-        mark = " [red]denied[/]" if row["denied"] else (" [yellow]error[/]" if row["error"] else "")
-        if row["principal"] == VERIFIER_PRINCIPAL:
-            number = "  v"
-        else:
-            i += 1
-            number = f"{i:>3}"
-        console.print(
-            f"{number} {when} {escape(row['tool'] or '')} {escape(_first_arg(row['args']))}{mark}",
-            highlight=False,
-        )
-    for step in result.steps:
-        if step.status not in ("succeeded", "pending"):
-            console.print(
-                f"    step {escape(step.id)} [red]{step.status}[/]: {escape(step.error or '')}",
-                highlight=False,
-            )
-    if result.score is None:
-        why = "its verifiers did not run" if result.status == "error" else "no verifier"
-        console.print(f"status {result.status} ({why})", highlight=False)
-    else:
-        parts = ", ".join(
-            f"{escape(_step_type(result, sid))} {s.score:.2f}" for sid, s in result.scores.items()
-        )
-        console.print(f"score {result.score:.2f}  ({parts})", highlight=False)
-    if result.error and not any(s.error == result.error for s in result.steps):
-        console.print(f"[red]error:[/] {escape(result.error)}", highlight=False)
-    console.print()
-
-
-def _clock(value: str | None) -> str:
-    return datetime.fromisoformat(value).strftime("%H:%M:%S") if value else "--:--:--"
-
-
-def _step_type(result: TaskResult, step_id: str) -> str:
-    for step in result.steps:
-        if step.id == step_id:
-            return step.type
-    return step_id
+EVERY_FAILED = "every episode failed or errored"
 
 
 def run(
-    target: Annotated[str, typer.Argument(help="A bundle folder, a task file, or a catalog name.")],
+    targets: Annotated[
+        list[str],
+        typer.Argument(
+            help="Bundle folders, task files, Harbor task directories, or catalog names."
+        ),
+    ],
     agent: Annotated[
-        str, typer.Option("--agent", "-a", help="Who plays the task's agents (e.g. oracle).")
-    ] = "oracle",
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            "-a",
+            help="Who plays the task's agents (default oracle); repeat for several.",
+        ),
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", "-n", min=1, help="Episodes per task and agent.")
+    ] = 1,
+    seed: Annotated[
+        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", "-c", min=1, help="Episodes at once.")
+    ] = DEFAULT_CONCURRENCY,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
+    ] = DEFAULT_TIMEOUT,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Run folder (default runs/<time>).")
     ] = None,
     fail_under: Annotated[
         float | None,
-        typer.Option("--fail-under", help="Exit 1 when the mean score is below this."),
-    ] = None,
-    seed: Annotated[
-        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
+        typer.Option(
+            "--fail-under",
+            help="Exit 1 when the mean score is below this (default: none; exit 1 only when "
+            "every episode fails or errors).",
+        ),
     ] = None,
     base_url: Annotated[
         str | None,
         typer.Option(
             "--base-url",
-            help="OpenAI-compatible endpoint for openai:MODEL agents (e.g. http://localhost:8000/v1).",
+            help="OpenAI-compatible endpoint for openai:MODEL agents "
+            "(e.g. http://localhost:8000/v1); not part of the agent's name.",
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Every episode's timeline, with tracebacks of tool crashes."
+        ),
+    ] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show a progress bar (many episodes).")
+    ] = True,
 ) -> None:
-    """Run tasks with an agent: a timeline per task, scores, and a run folder.
+    """Run tasks with agents into a run folder (plan.json, episodes.jsonl, states/), as
+    `agent-env rollout` does: `agent-env report` and `export` read it.
 
-    Exits 1 when a task errors (a step failed) or the mean score is below --fail-under.
+    One episode prints its timeline (so does every episode with --verbose); many print a
+    progress bar and a summary table. Exits 1 when every episode failed or errored, or
+    when the mean score is below --fail-under.
     """
-    if base_url:  # read by openai:MODEL agents (see docs/agents.md)
-        os.environ["AGENTENV_OPENAI_BASE_URL"] = base_url
-    tasks = tasks_of(target)
-    values = _parse_seed(seed or [])
+    values = parse_pairs(seed or [], "--seed")
     try:
-        make_agent(agent)  # fail before anything runs
-    except RegistryError as exc:
+        plan = RolloutPlan.build(
+            targets, agent or ["oracle"], repeats=repeats, seeds=[values], base_url=base_url
+        )
+    except PlanError as exc:
         fail(str(exc))
     folder = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-
-    def factory(request: DeployedAgentRequest) -> Agent:
-        return make_agent(agent)
-
-    results = []
-    for task in tasks:
-        task_dir = folder / task.name.replace("/", "__")
-        ctx, result = asyncio.run(run_to_folder(task, factory, task_dir, seed=values))
-        _timeline(agent, task, ctx, result)
-        results.append(result)
-    scored = [r.score for r in results if r.score is not None]
-    mean = sum(scored) / len(scored) if scored else 0.0
-    passed = sum(1 for r in results if r.passed)
-    console.print(f"run folder: {folder}", highlight=False)
-    shown = f"{mean:.2f}" if scored else "n/a"
-    console.print(f"{len(results)} tasks, {passed} passed, mean score {shown}", highlight=False)
-    errored = [r.task for r in results if r.status == "error"]
-    if errored:
-        fail(f"{len(errored)} task(s) errored: {', '.join(errored)}")
+    store = RolloutStore(folder)
+    if store.exists() and len(store):
+        fail(
+            f"{folder} already holds {len(store)} episodes: choose another --out (or finish "
+            "its plan with `agent-env rollout ... --resume`)"
+        )
+    many = len(plan) > 1
+    bar = RichProgress(err_console, "run") if progress and many and not verbose else None
+    try:
+        summary = LocalRunner(
+            plan,
+            store,
+            concurrency=concurrency,
+            timeout=timeout or None,
+            progress=bar,
+            keep_states=True,
+        ).run_sync()
+    except (StoreError, ValueError) as exc:
+        fail(str(exc))
+    order = {e.id: i for i, e in enumerate(plan.episodes())}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fresh folder this run wrote: nothing to warn of
+        records = sorted(
+            (r for r in store.records() if r.episode_id in order),
+            key=lambda r: order[r.episode_id],
+        )
+    if verbose or not many:
+        for record in records:
+            print_timeline(console, record, verbose=verbose)
+    if many:
+        table, _ = summary_table(records)
+        print_wide(table)
+    scores = [r.reward() for r in records]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    passed = sum(1 for r in records if r.status == "passed")
+    console.print(_totals(plan, records, passed, mean), highlight=False)
+    console.print(
+        f"{summary.failed} failed, {summary.errors} errors, {summary.timeouts} timeouts; "
+        f"{summary.ran} episodes in {summary.elapsed_s:.1f} s ({summary.episodes_per_s:.1f}/s)",
+        highlight=False,
+    )
+    console.print(
+        f"run folder: {escape(str(folder))}   (agent-env report {escape(str(folder))})",
+        highlight=False,
+    )
+    if summary.interrupted:
+        err_console.print(
+            f"interrupted: {summary.remaining} episodes left; finish with "
+            f"`agent-env rollout ... --out {folder} --resume`",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(INTERRUPTED_EXIT)
+    errored = sorted({r.task for r in records if not r.finished})
+    if errored and passed:
+        err_console.print(
+            f"{len(errored)} errored: {', '.join(errored)}", markup=False, highlight=False
+        )
+    if records and passed == 0:
+        errored = sorted({r.task for r in records if not r.finished})
+        also = f" ({len(errored)} task(s) errored: {', '.join(errored)})" if errored else ""
+        fail(f"{EVERY_FAILED}{also}")
     if fail_under is not None and mean < fail_under:
         fail(f"mean score {mean:.2f} is below --fail-under {fail_under:g}")
+
+
+def _totals(plan: RolloutPlan, records: list[EpisodeRecord], passed: int, mean: float) -> str:
+    """`2 tasks, 2 passed, mean score 1.00`; with several agents or repeats, the episodes
+    first: `100 episodes (2 tasks x 1 agent x 50 repeats), 100 passed, ...`."""
+    tasks = f"{len(plan.tasks)} tasks"
+    if len(plan.agents) == 1 and plan.repeats == 1 and len(records) == len(plan.tasks):
+        head = tasks
+    else:
+        agents = f"{len(plan.agents)} agent{'s' if len(plan.agents) > 1 else ''}"
+        repeats = f" x {plan.repeats} repeats" if plan.repeats > 1 else ""
+        head = f"{len(records)} episodes ({tasks} x {agents}{repeats})"
+    return f"{head}, {passed} passed, mean score {mean:.2f}"
 
 
 @task_app.command("list")

@@ -222,17 +222,37 @@ async def run_episode_line(
     envs: EnvironmentCache | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     record_tools: bool = True,
+    keep_state: StateSink | None = None,
 ) -> tuple[str, str]:
     """`run_episode`, serialised: (status, the record's JSON line) as the store writes it
     (`record_json(await run_episode(...))`, made without the intermediate record; see
-    `rollout.records`)."""
+    `rollout.records`). `keep_state(episode_id, state)` gets the episode's final state
+    (`final_state`) before the line is made."""
     envs = envs if envs is not None else EnvironmentCache()
     done = await _run(task, agent, episode, envs, timeout)
+    if keep_state is not None:
+        keep_state(episode.id, final_state(done.ctx))
     try:
         return record_line(done, record_tools=record_tools, tools=envs.tools)
     except Exception as exc:
         line, written = record_json(_unbuildable(done, exc))
         return written.status, line
+
+
+StateSink = Callable[[str, dict[str, Any]], None]
+"""Where a runner keeps an episode's final state: `(episode_id, state)`."""
+
+
+def final_state(ctx: Any) -> dict[str, Any]:
+    """What each deployed environment of a task run ended as: env id -> its records by
+    collection (an environment whose state cannot be read says why, under `error`)."""
+    out: dict[str, Any] = {}
+    for env_id, deployed in getattr(ctx, "envs", {}).items():
+        try:
+            out[env_id] = deployed.snapshot().to_dict()
+        except Exception as exc:  # a state that cannot be read must not lose the record
+            out[env_id] = {"error": error_text(exc)}
+    return out
 
 
 def error_record(
@@ -312,15 +332,23 @@ async def run_episode_lines(
     timeout: float | None = DEFAULT_TIMEOUT,
     envs: EnvironmentCache | None = None,
     record_tools: bool = True,
+    keep_state: StateSink | None = None,
 ) -> None:
     """`run_episodes` for runners that write lines: `on_line(status, line)` gets each
     episode's record as the JSON line the store writes (its error stand-in already, when
-    the record cannot be serialised). An error in `on_line` stops the run."""
+    the record cannot be serialised); `keep_state`, when given, each final state first.
+    An error in `on_line` (or `keep_state`) stops the run."""
     cache = envs if envs is not None else EnvironmentCache()
 
     async def one(task: Task, agent: PlanAgent, episode: PlannedEpisode) -> None:
         status, line = await run_episode_line(
-            task, agent, episode, envs=cache, timeout=timeout, record_tools=record_tools
+            task,
+            agent,
+            episode,
+            envs=cache,
+            timeout=timeout,
+            record_tools=record_tools,
+            keep_state=keep_state,
         )
         on_line(status, line)
 

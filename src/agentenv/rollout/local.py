@@ -188,9 +188,13 @@ class LocalRunner(BaseRunner):
         store: RolloutStore | str | Path,
         *,
         concurrency: int = DEFAULT_CONCURRENCY,
+        keep_states: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(plan, store, **options)
+        self.keep_states = keep_states
+        """Write each episode's final state to `states/<episode_id>.json` in the run
+        folder (`RolloutStore.write_state`)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1 (got {concurrency})")
         self.concurrency = concurrency
@@ -220,6 +224,7 @@ class LocalRunner(BaseRunner):
                 timeout=self.timeout,
                 envs=self.envs,
                 record_tools=self.record_tools,
+                keep_state=self.store.write_state if self.keep_states else None,
             )
         )
         try:

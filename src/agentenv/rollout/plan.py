@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from agentenv.agents.base import Agent
-from agentenv.agents.registry import make_agent
+from agentenv.agents.registry import make_agent, with_base_url
 from agentenv.registry import RegistryError
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.bundle import Bundle, Task, TaskNotFound, iter_bundles
+from agentenv.tasks.harbor import harbor_task_spec, harbor_tasks
 from agentenv.tasks.runner import TaskError, build_steps
 
 ID_LENGTH = 16
@@ -55,13 +56,21 @@ class PlanAgent:
     """The registry spec (`oracle`, `scripted:mod:fn`) when it came from one."""
 
     @classmethod
-    def from_spec(cls, spec: str) -> PlanAgent:
-        """An agent from the registry by spec; PlanError now if there is no such agent."""
+    def from_spec(cls, spec: str, *, base_url: str | None = None) -> PlanAgent:
+        """An agent from the registry by spec; PlanError now if there is no such agent.
+
+        With `base_url` (`--base-url`), the agent is built with that endpoint
+        (`with_base_url`), while its name (records, reports, episode ids) stays `spec`:
+        where a model is served is not what the agent is.
+        """
+        full = spec
         try:
-            make_agent(spec)
+            if base_url:
+                full = with_base_url(spec, base_url)
+            make_agent(full)
         except RegistryError as exc:
             raise PlanError(f"agent {spec!r}: {exc}") from None
-        return cls(name=spec, make=_SpecFactory(spec), spec=spec)
+        return cls(name=spec, make=_SpecFactory(full), spec=full)
 
     @classmethod
     def of(cls, name: str, agent: Agent | Callable[[], Agent] | type) -> PlanAgent:
@@ -114,9 +123,11 @@ class PlannedEpisode:
 
 
 def resolve_targets(targets: Iterable[str | Path | Task]) -> list[Task]:
-    """Tasks from targets: a task file, a bundle folder (all its tasks), a catalog name
-    `bundle/task`, a catalog bundle name (all its tasks), or a Task. PlanError for a target
-    that names nothing, or for two different tasks under one name."""
+    """Tasks from targets: a task file, a bundle folder (all its tasks), a Harbor task
+    directory (or a folder of them), a catalog name `bundle/task`, a catalog bundle name
+    (all its tasks), or a Task. A folder is named by its resolved path, so `.` inside a
+    bundle names its tasks as the bundle's own name would. PlanError for a target that
+    names nothing, or for two different tasks under one name."""
     found: dict[str, Task] = {}
     for target in targets:
         for task in _resolve_one(target):
@@ -139,6 +150,8 @@ def _resolve_one(target: str | Path | Task) -> list[Task]:
     try:
         if path.is_file():
             return [Task.load(path.resolve())]
+        if path.is_dir() and harbor_tasks(path):
+            return [harbor_task(p) for p in harbor_tasks(path)]
         if path.is_dir():
             if not Bundle.is_bundle(path):
                 raise PlanError(f"{path} is not a bundle (no tasks/ or envs/ folder)")
@@ -164,6 +177,14 @@ def _resolve_one(target: str | Path | Task) -> list[Task]:
     )
 
 
+def harbor_task(path: Path) -> Task:
+    """A Harbor task directory as a Task (its environment built on this machine)."""
+    import asyncio
+
+    spec = asyncio.run(harbor_task_spec(path))
+    return Task(spec=spec, name=f"harbor/{spec.name}", file=path.resolve() / "task.toml")
+
+
 @dataclass
 class RolloutPlan:
     """Tasks x agents x seeds x repeats. Build one with `RolloutPlan.build`."""
@@ -182,13 +203,15 @@ class RolloutPlan:
         repeats: int = 1,
         seeds: Iterable[Mapping[str, Any]] | None = None,
         check: bool = True,
+        base_url: str | None = None,
     ) -> RolloutPlan:
         """Resolve and check everything the plan names; PlanError before anything runs.
 
         `agents` are registry specs (`oracle`) or PlanAgents; `seeds` are sets of `<key>`
         placeholder values (each task runs once per seed set, `repeats` times).
         `check` also builds every task's steps for every seed (unknown step types and bad
-        fields fail here rather than in every episode).
+        fields fail here rather than in every episode). `base_url` is given to every
+        agent spec (`PlanAgent.from_spec`); PlanError for an agent that takes none.
         """
         if repeats < 1:
             raise PlanError(f"repeats must be at least 1 (got {repeats})")
@@ -209,7 +232,11 @@ class RolloutPlan:
         resolved = resolve_targets(tasks)
         plan_agents: dict[str, PlanAgent] = {}
         for agent in agents:
-            entry = agent if isinstance(agent, PlanAgent) else PlanAgent.from_spec(agent)
+            entry = (
+                agent
+                if isinstance(agent, PlanAgent)
+                else PlanAgent.from_spec(agent, base_url=base_url)
+            )
             if entry.name in plan_agents:
                 raise PlanError(f"agent {entry.name!r} is named twice")
             plan_agents[entry.name] = entry

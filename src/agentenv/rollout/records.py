@@ -160,8 +160,9 @@ def build_record(
         passed, score = result.passed, result.score
         scores = dict(result.scores)
         steps = [s.model_dump(mode="json") for s in result.steps]
+        warnings = list(result.warnings)
     else:
-        passed, score, scores = False, None, dict(ctx.scores)
+        passed, score, scores, warnings = False, None, dict(ctx.scores), []
         steps = [r.model_dump(mode="json") for r in runner.records.values()] if runner else []
     rows: list[dict[str, Any]] = []
     if calls is None:
@@ -188,6 +189,7 @@ def build_record(
         usage=usage_of(ctx),
         usage_by_prompt=dict(getattr(ctx, "usage", None) or {}),
         steps=steps,
+        warnings=warnings,
         prompts=prompts_of(ctx),
         tools=listed,
         trajectory=rows,

@@ -3,6 +3,9 @@
     runs/r1/
       plan.json        the plan the folder was last run with (tasks, agents, seeds, repeats)
       episodes.jsonl   one line per finished episode (an EpisodeRecord)
+      states/<episode_id>.json
+                       what each environment ended as (env id -> records by collection),
+                       when the runner was asked to keep states (`agent-env run` does)
 
 Crash safety: a record is written with one `write()` of one whole line on a file opened
 for appending, only once its episode has finished, so a SIGKILL at any point leaves every
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
 from agentenv.grading.score import Score
 from agentenv.rollout.jsonsafe import describe_problem, error_text, safe_text
@@ -48,6 +52,7 @@ except ImportError:  # pragma: no cover - Windows
 FORMAT = 1
 EPISODES_FILE = "episodes.jsonl"
 PLAN_FILE = "plan.json"
+STATES_DIR = "states"
 
 EpisodeStatus = Literal["passed", "failed", "error", "timeout"]
 FINISHED_OK: tuple[str, ...] = ("passed", "failed")
@@ -121,6 +126,10 @@ class EpisodeRecord(BaseModel):
     usage: dict[str, int | float] = Field(default_factory=dict)
     usage_by_prompt: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     steps: list[dict[str, Any]] = Field(default_factory=list)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the task run accepted but did not act on (the TaskResult's).",
+    )
     prompts: list[PromptEntry] = Field(default_factory=list)
     tools: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     trajectory: list[dict[str, Any]] = Field(default_factory=list)
@@ -259,6 +268,23 @@ class RolloutStore:
     def read_plan(self) -> dict[str, Any] | None:
         """plan.json, or None."""
         path = self.folder / PLAN_FILE
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def write_state(self, episode_id: str, state: dict[str, Any]) -> Path:
+        """Write an episode's final state to `states/<episode_id>.json` (atomically)."""
+        folder = self.folder / STATES_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{episode_id}.json"
+        tmp = folder / f".{episode_id}.{os.getpid()}.tmp"
+        tmp.write_bytes(to_json(state, fallback=str))  # compact, made in Rust: it is per episode
+        os.replace(tmp, path)
+        return path
+
+    def read_state(self, episode_id: str) -> dict[str, Any] | None:
+        """An episode's final state (`write_state`), or None when none was kept."""
+        path = self.folder / STATES_DIR / f"{episode_id}.json"
         if not path.is_file():
             return None
         return json.loads(path.read_text(encoding="utf-8"))

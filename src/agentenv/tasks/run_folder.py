@@ -1,6 +1,7 @@
-"""Running tasks to a run folder: what `agent-env run` writes, usable from Python too.
+"""Running one task to a task folder: what `agent-env trials` keeps per agent and task, and
+a Python helper (`agent-env run` writes a rollout run folder instead: `rollout.store`).
 
-A run folder holds, per task, `<task>/trajectory.jsonl` (every env's records, each with
+A task folder holds `<task>/trajectory.jsonl` (every env's records, each with
 its `env_id`), `<task>/scores.json` (the TaskResult: status, score, per-verifier scores,
 per-step records), `<task>/task.json` (the task as run, seed placeholders filled) and
 `<task>/final_state.json` (each env's records at the end). It is written even when the

@@ -1,0 +1,215 @@
+"""What `agent-env run` prints: an episode's timeline (from its EpisodeRecord), and for many
+episodes a summary table (task x agent) with totals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from agentenv.rollout.store import EpisodeRecord
+from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
+
+ERROR_WIDTH = 120
+"""A failed call's message is cut to this many characters in the timeline."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """An episode's agent turns (prompts answered), its calls and how many were denied.
+
+    A verifier script's own calls (env_outcome_verifier with verify.py) are not the agent's
+    and are not counted."""
+
+    turns: int
+    calls: int
+    denied: int
+
+    @classmethod
+    def of(cls, record: EpisodeRecord) -> Counts:
+        """The counts of one episode's record."""
+        calls = [r for r in record.trajectory if _agent_call(r)]
+        answered = [p for p in record.prompts if p.response is not None or p.error is not None]
+        return cls(
+            turns=len(answered),
+            calls=len(calls),
+            denied=sum(1 for r in calls if r.get("denied")),
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"{self.turns} {'turn' if self.turns == 1 else 'turns'}, "
+            f"{self.calls} {'call' if self.calls == 1 else 'calls'}, {self.denied} denied"
+        )
+
+
+def _agent_call(row: dict[str, Any]) -> bool:
+    return row.get("kind") == "call" and row.get("principal") != VERIFIER_PRINCIPAL
+
+
+def _first_arg(args: Any) -> str:
+    if not isinstance(args, dict) or not args:
+        return ""
+    value = next(iter(args.values()))
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _clock(value: str | None) -> str:
+    return datetime.fromisoformat(value).strftime("%H:%M:%S") if value else "--:--:--"
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def print_timeline(console: Console, record: EpisodeRecord, *, verbose: bool = False) -> None:
+    """One episode as a timeline: its calls (a failed one with its message; with `verbose`
+    its traceback, when the record has one), the messages of a conversation, trigger
+    firings, failed steps, and the score by verifier."""
+    counts = Counts.of(record)
+    times = [r["virtual_time"] for r in record.trajectory if _agent_call(r) and r["virtual_time"]]
+    span = ""
+    if times:
+        start, end = (datetime.fromisoformat(t) for t in (times[0], times[-1]))
+        span = f"   {start:%H:%M:%S}-{end:%H:%M:%S}"
+    repeat = f" #{record.repeat}" if record.repeat else ""
+    console.print(
+        f"[bold]{escape(record.agent)}[/] on [bold]{escape(record.task)}[/]{repeat}   "
+        f"{counts}{span}",
+        highlight=False,
+    )
+    number = 0
+    actions: dict[str, list[str]] = {}  # a trigger's action calls, until its firing row
+    for row in record.trajectory:
+        kind = row.get("kind")
+        when = _clock(row.get("virtual_time"))
+        if kind == "message":  # a conversation: who said what, between the calls
+            who = row.get("principal") or row.get("role") or ""
+            text = _cut(row.get("detail") or "", 70)
+            console.print(f"    {when} [dim]{escape(who)}: {escape(text)}[/]", highlight=False)
+        elif kind == "trigger":
+            trigger = str(row.get("trigger_id") or "?")
+            if row.get("tool"):
+                done = row["tool"] + (" (error)" if row.get("error") else "")
+                actions.setdefault(trigger, []).append(done)
+                continue
+            if row.get("event") not in ("fired", "failed"):
+                continue
+            did = actions.pop(trigger, [])
+            shown = f": {', '.join(did)}" if did else ""
+            colour = "red" if row.get("event") == "failed" else "magenta"
+            console.print(
+                f"    {when} [{colour}]trigger {escape(trigger)} {row['event']}[/]{escape(shown)}",
+                highlight=False,
+            )
+            if row.get("detail"):
+                console.print(f"         {escape(_cut(row['detail'], ERROR_WIDTH))}")
+        elif kind == "call":
+            if row.get("principal") == VERIFIER_PRINCIPAL:
+                mark = "  v"
+            else:
+                number += 1
+                mark = f"{number:>3}"
+            tool = escape(row.get("tool") or "")
+            line = f"{mark} {when} {tool} {escape(_first_arg(row.get('args')))}"
+            if row.get("denied"):
+                line += f" [red]denied[/]{_why(row)}"
+            elif row.get("error"):
+                line += f" [yellow]error[/]{_why(row)}"
+            console.print(line, highlight=False)
+            trace = row.get("traceback")
+            if verbose and isinstance(trace, str) and trace.strip():
+                for text in trace.rstrip().splitlines():
+                    console.print(f"         [dim]{escape(text)}[/]", highlight=False)
+    for step in record.steps:
+        status = step.get("status")
+        if status not in ("succeeded", "pending", None):
+            console.print(
+                f"    step {escape(str(step.get('id')))} [red]{status}[/]: "
+                f"{escape(str(step.get('error') or ''))}",
+                highlight=False,
+            )
+    if record.score is None:
+        why = "no verifier" if record.finished else "its verifiers did not run"
+        console.print(f"status {record.status} ({why})", highlight=False)
+    else:
+        types = {str(s.get("id")): str(s.get("type")) for s in record.steps}
+        parts = ", ".join(
+            f"{escape(types.get(sid, sid))} {s.score:.2f}" for sid, s in record.scores.items()
+        )
+        console.print(f"score {record.score:.2f}  ({parts})", highlight=False)
+    if record.error and not any(s.get("error") == record.error for s in record.steps):
+        console.print(f"[red]error:[/] {escape(record.error)}", highlight=False)
+    console.print()
+
+
+def _why(row: dict[str, Any]) -> str:
+    message = row.get("error") or row.get("detail")
+    if not isinstance(message, str) or not message.strip():
+        return ""
+    return f": {escape(_cut(message, ERROR_WIDTH))}"
+
+
+@dataclass
+class Cell:
+    """The episodes of one task and agent, summed up for the table."""
+
+    episodes: int = 0
+    passed: int = 0
+    scores: list[float] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+    turns: int = 0
+    calls: int = 0
+
+    def add(self, record: EpisodeRecord) -> None:
+        """Count one episode."""
+        counts = Counts.of(record)
+        self.episodes += 1
+        self.passed += record.passed and record.status == "passed"
+        self.scores.append(record.reward())
+        self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+        self.turns += counts.turns
+        self.calls += counts.calls
+
+    @property
+    def mean(self) -> float:
+        """The mean score (errors and timeouts count 0)."""
+        return sum(self.scores) / len(self.scores) if self.scores else 0.0
+
+    def status_text(self) -> str:
+        """`passed`, or the statuses counted (`3 passed, 1 error`)."""
+        if len(self.statuses) == 1 and self.episodes == 1:
+            return next(iter(self.statuses))
+        return ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
+
+
+def summary_table(records: list[EpisodeRecord]) -> tuple[Table, Cell]:
+    """The task x agent table (mean score, passed, statuses, mean turns and calls) and the
+    totals over every episode."""
+    cells: dict[tuple[str, str], Cell] = {}
+    total = Cell()
+    for record in records:
+        cells.setdefault((record.task, record.agent), Cell()).add(record)
+        total.add(record)
+    table = Table(title="run summary")
+    for column in ("task", "agent", "episodes", "score", "passed", "status", "turns", "calls"):
+        justify = "left" if column in ("task", "agent", "status") else "right"
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for (task, agent), cell in cells.items():
+        table.add_row(
+            escape(task),
+            escape(agent),
+            str(cell.episodes),
+            f"{cell.mean:.2f}",
+            f"{cell.passed}/{cell.episodes}",
+            cell.status_text(),
+            f"{cell.turns / cell.episodes:.1f}",
+            f"{cell.calls / cell.episodes:.1f}",
+        )
+    return table, total
