@@ -264,10 +264,11 @@ async def test_gold_replay_role_can_be_overridden(env_dir: Path, tmp_path: Path)
 async def test_a_verifier_that_raises_fails_its_step_and_scores_zero(
     env_dir: Path, tmp_path: Path
 ) -> None:
+    # (an unknown collection is caught sooner, when the env is deployed: test_env_fields)
     broken = {
         "id": "broken",
         "type": "env_outcome_verifier",
-        "checks": [{"collection": "acounts", "key": "a1"}],
+        "trajectory": {"prompt_id": "p9", "checks": [{"max_calls": 3}]},
     }
     spec = _task(env_dir, [RESPONSE, broken, {"id": "total", "type": "aggregate_verifiers"}])
     result, _ = await _run(spec, tmp_path)
@@ -276,7 +277,7 @@ async def test_a_verifier_that_raises_fails_its_step_and_scores_zero(
     step = _step(result, "broken")
     assert step.status == "failed"
     assert step.error == (
-        "env 'bank': state check: unknown collection 'acounts' (collections: accounts, audit)"
+        "no prompt_agent step sends prompt_id 'p9' (prompted: p1; the task's prompt ids: p1)"
     )
     assert result.scores["response"].score == 1.0  # partial scores are kept
     assert result.scores["broken"].score == 0.0

@@ -1,17 +1,20 @@
-"""Validating task files as `agent-env validate` does: the document, every step, and what
-the steps name in their bundle (environments, verifier scripts), all problems at once.
+"""Validating task files as `agent-env validate` does: the document, every step, what
+the steps name in their bundle (environments, verifier scripts), and what their state
+checks name in those environments (`tasks.env_fields`), all problems at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from agentenv.env.environment import Environment
 from agentenv.spec.errors import DocumentError
-from agentenv.spec.loader import read_document
-from agentenv.spec.task import TaskSpec
+from agentenv.spec.loader import load_environment_spec, read_document
+from agentenv.spec.task import TaskSpec, fill_placeholders
 from agentenv.tasks.bundle import Bundle, catalog_env_path, unsupported_env_reason
 from agentenv.tasks.checking import (
     CheckedTask,
@@ -22,6 +25,7 @@ from agentenv.tasks.checking import (
     problem_at,
 )
 from agentenv.tasks.context import TaskContext
+from agentenv.tasks.env_fields import env_problems
 from agentenv.tasks.step import StepError
 from agentenv.tasks.verify_script import find_script
 
@@ -112,6 +116,53 @@ def _env_problem(ref: str, base: Path, bundle: Bundle | None) -> str | None:
     )
 
 
+def _env_path(ref: str, base: Path, bundle: Bundle | None) -> Path | None:
+    """Where the environment a deploy step names is, as `deploy_env` finds it (None: not
+    found, which `bundle_problems` reports)."""
+    try:
+        found = bundle.env_path(ref) if bundle is not None else None
+    except DocumentError:
+        return None
+    if found is not None:
+        return found
+    if (base / ref).exists():
+        return base / ref
+    return catalog_env_path(ref)
+
+
+def env_field_problems(
+    spec: TaskSpec, path: Path, bundle: Bundle | None, seed: dict[str, Any] | None = None
+) -> list[Problem]:
+    """What the task's state checks name that the environments they grade cannot have
+    (`tasks.env_fields`), for every environment its `deploy_env` steps name that loads
+    here. A process environment is not started to find out (nor checked); one that does
+    not load is `bundle_problems`' to report."""
+    values = {**spec.seed, **(seed or {})}
+    out: list[Problem] = []
+    for step in spec.steps:
+        if step.type != "deploy_env":
+            continue
+        params = fill_placeholders(step.params, values)
+        env_id, ref = params.get("env_id"), params.get("env") or params.get("env_id")
+        if not isinstance(env_id, str) or not isinstance(ref, str):
+            continue
+        where = _env_path(ref, path.parent, bundle)
+        if where is None:
+            continue
+        try:
+            env_spec, file = load_environment_spec(where)
+            if env_spec.server is not None or any(c.server for c in env_spec.compose):
+                continue
+            env = Environment.from_spec(env_spec, file)
+        except DocumentError:
+            continue
+        try:
+            out += env_problems(spec, env_id, env, seed)
+        finally:
+            env.close()
+    return out
+
+
 def validate_task_file(path: Path, bundle: Bundle | None = None) -> FileReport:
     """Every problem of one task file (document, steps, bundle references)."""
     report = FileReport(path)
@@ -124,7 +175,10 @@ def validate_task_file(path: Path, bundle: Bundle | None = None) -> FileReport:
     checked: CheckedTask = check_task(spec)
     report.problems += checked.problems
     report.warnings += checked.warnings
-    report.problems = in_document_order(report.problems + bundle_problems(spec, path, bundle))
+    report.problems += bundle_problems(spec, path, bundle)
+    if not report.problems:  # checks that parse, environments that are there
+        report.problems += env_field_problems(spec, path, bundle)
+    report.problems = in_document_order(report.problems)
     return report
 
 

@@ -16,6 +16,7 @@ from agentenv.registry import RegistryError
 from agentenv.spec.environment import GatewayMode
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.context import DeployedAgent, DeployedAgentRequest, DeployedEnv, TaskContext
+from agentenv.tasks.env_fields import env_problems, env_problems_message
 from agentenv.tasks.remote import (
     bind_remote,
     is_remote,
@@ -80,6 +81,10 @@ class DeployEnv(Step):
         if p.env_id in ctx.envs:
             raise StepError(f"env_id {p.env_id!r} is already deployed")
         env = resolve_env(ctx, p.env if p.env is not None else p.env_id)
+        # Bound to its environment: checks naming what it cannot have fail the task now.
+        problems = env_problems(ctx.task, p.env_id, env, ctx.seed)
+        if problems:
+            raise StepError(env_problems_message(ctx.task, p.env_id, problems))
         try:
             gateway = Gateway(env, mode=p.gateway_mode)
         except GatewayError as exc:
