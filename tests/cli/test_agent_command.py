@@ -117,3 +117,46 @@ def test_bad_options_fail_before_anything_listens(args: list[str], message: str)
     result = CliRunner().invoke(agent_app, ["serve", *args])
     assert result.exit_code == 1, result.output
     assert message in result.output
+
+
+def test_agent_serve_takes_a_base_url_that_stays_out_of_the_name(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    command = [*agent_env_command(), "agent", "serve", "openai:some-model", "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*command, "--base-url", "http://127.0.0.1:9/v1"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        deadline = time.monotonic() + START_S
+        while True:
+            assert process.poll() is None, f"exited early:\n{log.read_text()}"
+            try:
+                answer = httpx.get(url + CARD, timeout=1)
+                if answer.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"no card within {START_S:g} s:\n{log.read_text()}"
+            time.sleep(0.1)
+        assert "base_url" not in answer.text and "127.0.0.1:9" not in answer.text
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    output = log.read_text()
+    assert f"openai:some-model over A2A on {url}" in output
+    assert "base_url" not in output
+
+
+def test_agent_serve_refuses_a_base_url_for_an_agent_that_takes_none() -> None:
+    result = CliRunner().invoke(agent_app, ["serve", "oracle", "--base-url", "http://x/v1"])
+    assert result.exit_code == 1
+    assert "agent 'oracle' takes no --base-url" in result.output

@@ -52,6 +52,14 @@ def serve(
     turn_timeout: Annotated[
         float | None, typer.Option(help="Fail a turn that takes longer than this (seconds).")
     ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint for openai:MODEL agents "
+            "(e.g. http://localhost:8000/v1); not part of the agent's name.",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
 ) -> None:
     """Serve an agent over A2A: card at /.well-known/agent-card.json, JSON-RPC at
@@ -67,9 +75,13 @@ def serve(
     except AgentError as exc:
         fail(str(exc))
     from agentenv.agents.a2a.server import make_agent_server
+    from agentenv.agents.registry import with_base_url
 
+    spec = agent  # the name shown stays the spec given, without the endpoint
     try:
-        sample = make_agent(agent)  # a bad spec fails here, before anything listens
+        if base_url:
+            spec = with_base_url(agent, base_url)
+        sample = make_agent(spec)  # a bad spec fails here, before anything listens
     except RegistryError as exc:
         fail(str(exc))
     defaults = []
@@ -83,7 +95,7 @@ def serve(
     if turn_timeout is not None and turn_timeout <= 0:
         fail("--turn-timeout must be positive")
     server = make_agent_server(
-        lambda: make_agent(agent),
+        lambda: make_agent(spec),
         host=host,
         port=port,
         log_level=log_level,

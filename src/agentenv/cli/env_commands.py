@@ -133,7 +133,8 @@ def call(
     path: EnvPath,
     tool: Annotated[str, typer.Argument(help="Tool name.")],
     arg: Annotated[
-        list[str] | None, typer.Option("--arg", "-a", help="KEY=VALUE, repeatable.")
+        list[str] | None,
+        typer.Option("--arg", help="KEY=VALUE, repeatable (no short form: -a is --agent)."),
     ] = None,
     json_args: Annotated[
         str | None, typer.Option("--json", help="All arguments as a JSON object.")

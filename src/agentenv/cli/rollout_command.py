@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from agentenv.cli._common import console, err_console, fail, print_wide
+from agentenv.cli._common import console, err_console, fail, parse_pairs, print_wide
 from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
 from agentenv.rollout.exporters.registry import get_exporter
 from agentenv.rollout.jsonsafe import safe_text
@@ -61,25 +61,8 @@ def _plain(message: str) -> None:
     console.print(safe_text(message), markup=False, emoji=False, highlight=False)
 
 
-def _value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
-def _pairs(items: list[str], option: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            fail(f"{option} expects KEY=VALUE, got {item!r}")
-        out[key] = _value(raw)
-    return out
-
-
 def _seed_sets(seed: list[str], seeds_file: Path | None) -> list[dict[str, Any]]:
-    base = _pairs(seed, "--seed")
+    base = parse_pairs(seed, "--seed")
     if seeds_file is None:
         return [base]
     try:
@@ -117,7 +100,11 @@ def rollout(
     concurrency: Annotated[
         int,
         typer.Option(
-            "--concurrency", "-c", min=1, help="Episodes at once (per worker: Ray, processes)."
+            "--concurrency",
+            "-j",
+            "-c",
+            min=1,
+            help="Episodes at once (per worker: Ray, processes).",
         ),
     ] = DEFAULT_CONCURRENCY,
     timeout: Annotated[
@@ -167,6 +154,14 @@ def rollout(
     fsync: Annotated[
         bool, typer.Option("--fsync", help="fsync every record (survives power loss; slower).")
     ] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint for openai:MODEL agents "
+            "(e.g. http://localhost:8000/v1); not part of the agent's name.",
+        ),
+    ] = None,
 ) -> None:
     """Run tasks x agents x seeds x repeats into a run folder; Ctrl-C keeps what finished.
 
@@ -182,7 +177,9 @@ def rollout(
     seeds = _seed_sets(seed or [], seeds_file)
     with _warnings_to_console():
         try:
-            plan = RolloutPlan.build(targets, agent or ["oracle"], repeats=repeats, seeds=seeds)
+            plan = RolloutPlan.build(
+                targets, agent or ["oracle"], repeats=repeats, seeds=seeds, base_url=base_url
+            )
         except PlanError as exc:
             fail(str(exc))
         folder = out or Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -291,7 +288,7 @@ def export(
     if format not in EXPORTERS.names():
         fail(f"unknown format {format!r} (formats: {', '.join(EXPORTERS.names())})")
     try:
-        exporter = get_exporter(format, **_pairs(option or [], "--option"))
+        exporter = get_exporter(format, **parse_pairs(option or [], "--option"))
     except ExportError as exc:
         fail(str(exc))
     if exporter.binary and out is None and sys.stdout.isatty():

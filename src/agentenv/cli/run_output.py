@@ -123,8 +123,8 @@ def print_timeline(console: Console, record: EpisodeRecord, *, verbose: bool = F
             elif row.get("error"):
                 line += f" [yellow]error[/]{_why(row)}"
             console.print(line, highlight=False)
-            trace = row.get("traceback")
-            if verbose and isinstance(trace, str) and trace.strip():
+            trace = _traceback(row) if verbose else None
+            if trace is not None:
                 for text in trace.rstrip().splitlines():
                     console.print(f"         [dim]{escape(text)}[/]", highlight=False)
     for step in record.steps:
@@ -150,10 +150,31 @@ def print_timeline(console: Console, record: EpisodeRecord, *, verbose: bool = F
 
 
 def _why(row: dict[str, Any]) -> str:
-    message = row.get("error") or row.get("detail")
+    """`: kind: message` of a failed or denied call (`error` is `{kind, message}` in our
+    records, a text in older ones); a denied call without one: its `detail`."""
+    error = row.get("error")
+    message = error if isinstance(error, str) else None
+    if isinstance(error, dict):
+        kind, text = error.get("kind"), error.get("message")
+        message = f"{kind}: {text}" if kind and text else str(text or kind or "")
+    if not message and not error:
+        message = row.get("detail")
     if not isinstance(message, str) or not message.strip():
         return ""
     return f": {escape(_cut(message, ERROR_WIDTH))}"
+
+
+def _traceback(row: dict[str, Any]) -> str | None:
+    """A crashed tool's traceback: a failed call's `detail` (the gateway keeps it there;
+    never sent to the agent), or a `traceback` field where a record has one."""
+    error = row.get("error")
+    if not error:
+        return None
+    nested = error.get("traceback") if isinstance(error, dict) else None
+    for trace in (row.get("detail"), row.get("traceback"), nested):
+        if isinstance(trace, str) and trace.strip():
+            return trace
+    return None
 
 
 @dataclass

@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agentenv.cli._common import console, fail
+from agentenv.cli._common import console, fail, parse_pairs
 from agentenv.cli.run_command import tasks_of
+from agentenv.rollout.episode import DEFAULT_TIMEOUT
 from agentenv.tasks.trials import TaskTrials, run_trials
 
 
@@ -32,16 +33,23 @@ def trials(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Keep the run folders and report.json here.")
     ] = None,
+    seed: Annotated[
+        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
+    ] = DEFAULT_TIMEOUT,
 ) -> None:
     """Check that each task's verifier tells done from not done: the oracle must pass, a
     no-op agent must fail, a partial agent (the oracle's first half) must fail.
 
     Exits 1 when any task's verifier is unreliable.
     """
+    values = parse_pairs(seed or [], "--seed")
     tasks = tasks_of(target)
     results: list[TaskTrials] = []
     for task in tasks:
-        results.append(asyncio.run(run_trials(task, out)))
+        results.append(asyncio.run(run_trials(task, out, seed=values, timeout=timeout or None)))
     table = Table(title=f"verifier trials: {target}")
     for column in (
         "task",

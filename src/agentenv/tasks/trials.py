@@ -10,7 +10,9 @@ tried with the oracle and the no-op agent only.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -41,8 +43,15 @@ class TaskTrials(BaseModel):
     problems: list[str] = Field(default_factory=list)
 
 
-async def run_trials(task: Task, folder: Path | None = None) -> TaskTrials:
-    """Run a task's trials (run folders under `folder/<agent>/` when given)."""
+async def run_trials(
+    task: Task,
+    folder: Path | None = None,
+    *,
+    seed: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> TaskTrials:
+    """Run a task's trials (run folders under `folder/<agent>/` when given), with `seed`
+    for its `<key>` placeholders; a run past `timeout` seconds counts as a `timeout`."""
     if not task.spec.solution:
         return TaskTrials(task=task.name, reliable=False, problems=["no reference solution to try"])
     agents = ["oracle", "noop"]
@@ -51,7 +60,17 @@ async def run_trials(task: Task, folder: Path | None = None) -> TaskTrials:
     runs: dict[str, TrialRun] = {}
     for name in agents:
         where = folder / name / task.name.replace("/", "__") if folder else None
-        _, result = await run_to_folder(task, lambda request, n=name: make_agent(n), where)
+        try:
+            async with asyncio.timeout(timeout or None):
+                _, result = await run_to_folder(
+                    task, lambda request, n=name: make_agent(n), where, seed=seed
+                )
+        except TimeoutError:
+            took = f"the run took longer than {timeout:g} s"
+            runs[name] = TrialRun(
+                agent=name, status="timeout", score=None, passed=False, error=took
+            )
+            continue
         runs[name] = TrialRun(
             agent=name,
             status=result.status,
