@@ -60,7 +60,7 @@ def test_the_final_state_of_a_workspace_task_is_the_tree(
     assert done.returncode == 0, done.stdout + done.stderr
     store = RolloutStore(tmp_path / "r")
     (record,) = store.records()
-    state = store.read_state(record.episode_id)  # states/<episode_id>.json
+    state = store.read_state(record.episode_id)  # its line of states.jsonl
     assert state is not None
     files = {r["path"]: r for r in state["repo"]["files"]}  # by env id, then collection
     assert "ROUND_HALF_UP" in files["invoice/totals.py"]["content"]

@@ -280,3 +280,19 @@ def test_a_line_without_an_id_is_reported_when_episodes_repeat(tmp_path: Path) -
         store.append_line("{not json")
     with pytest.warns(CorruptRecordWarning, match=":3: skipped a line that is not JSON"):
         assert [r.episode_id for r in store.records()] == ["a"]
+
+
+def test_final_states_are_kept_one_line_each_and_the_last_wins(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path / "r")
+    with pytest.raises(StoreError, match="not open"):
+        store.write_state("a", {})
+    with store:
+        store.write_state("a", {"desk": {"tickets": [{"id": "T-1"}]}})
+        store.write_state("b", {"desk": {"tickets": []}})
+        store.write_state("a", {"desk": {"tickets": [{"id": "T-2"}]}})
+    with (tmp_path / "r" / "states.jsonl").open("ab") as f:
+        f.write(b'{"episode_id":"c","state":{"desk"')  # a kill while writing
+    assert store.read_state("a") == {"desk": {"tickets": [{"id": "T-2"}]}}
+    assert store.read_state("b") == {"desk": {"tickets": []}}
+    assert store.read_state("c") is None and store.read_state("nope") is None
+    assert RolloutStore(tmp_path / "empty").read_state("a") is None

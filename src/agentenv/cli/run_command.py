@@ -8,7 +8,7 @@ import asyncio
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -19,7 +19,7 @@ from agentenv.rollout.episode import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT
 from agentenv.rollout.local import LocalRunner
 from agentenv.rollout.plan import PlanError, RolloutPlan, resolve_targets
 from agentenv.rollout.progress import RichProgress
-from agentenv.rollout.store import EpisodeRecord, RolloutStore, StoreError
+from agentenv.rollout.store import FINISHED_OK, EpisodeRecord, RolloutStore, StoreError
 from agentenv.spec.errors import DocumentError
 from agentenv.tasks.bundle import Task, iter_bundles
 from agentenv.tasks.harbor import harbor_tasks
@@ -97,8 +97,15 @@ def run(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar (many episodes).")
     ] = True,
+    states: Annotated[
+        bool,
+        typer.Option(
+            "--states/--no-states",
+            help="Keep each episode's final state (states.jsonl; slower by about 0.3 ms an episode).",
+        ),
+    ] = True,
 ) -> None:
-    """Run tasks with agents into a run folder (plan.json, episodes.jsonl, states/), as
+    """Run tasks with agents into a run folder (plan.json, episodes.jsonl, states.jsonl), as
     `agent-env rollout` does: `agent-env report` and `export` read it.
 
     One episode prints its timeline (so does every episode with --verbose); many print a
@@ -128,7 +135,7 @@ def run(
             concurrency=concurrency,
             timeout=timeout or None,
             progress=bar,
-            keep_states=True,
+            keep_states=states,
         ).run_sync()
     except (StoreError, ValueError) as exc:
         fail(str(exc))
@@ -136,18 +143,16 @@ def run(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fresh folder this run wrote: nothing to warn of
         records = sorted(
-            (r for r in store.records() if r.episode_id in order),
-            key=lambda r: order[r.episode_id],
+            (r for r in store.raw_records() if r["episode_id"] in order),
+            key=lambda r: order[r["episode_id"]],
         )
     if verbose or not many:
-        for record in records:
-            print_timeline(console, record, verbose=verbose)
+        for data in records:
+            print_timeline(console, EpisodeRecord.model_validate(data), verbose=verbose)
+    table, total = summary_table(records)
     if many:
-        table, _ = summary_table(records)
         print_wide(table)
-    scores = [r.reward() for r in records]
-    mean = sum(scores) / len(scores) if scores else 0.0
-    passed = sum(1 for r in records if r.status == "passed")
+    mean, passed = total.mean, total.passed
     console.print(_totals(plan, records, passed, mean), highlight=False)
     console.print(
         f"{summary.failed} failed, {summary.errors} errors, {summary.timeouts} timeouts; "
@@ -166,20 +171,20 @@ def run(
             highlight=False,
         )
         raise typer.Exit(INTERRUPTED_EXIT)
-    errored = sorted({r.task for r in records if not r.finished})
+    errored = sorted({str(r["task"]) for r in records if r["status"] not in FINISHED_OK})
     if errored and passed:
         err_console.print(
             f"{len(errored)} errored: {', '.join(errored)}", markup=False, highlight=False
         )
     if records and passed == 0:
-        errored = sorted({r.task for r in records if not r.finished})
+        errored = sorted({str(r["task"]) for r in records if r["status"] not in FINISHED_OK})
         also = f" ({len(errored)} task(s) errored: {', '.join(errored)})" if errored else ""
         fail(f"{EVERY_FAILED}{also}")
     if fail_under is not None and mean < fail_under:
         fail(f"mean score {mean:.2f} is below --fail-under {fail_under:g}")
 
 
-def _totals(plan: RolloutPlan, records: list[EpisodeRecord], passed: int, mean: float) -> str:
+def _totals(plan: RolloutPlan, records: list[dict[str, Any]], passed: int, mean: float) -> str:
     """`2 tasks, 2 passed, mean score 1.00`; with several agents or repeats, the episodes
     first: `100 episodes (2 tasks x 1 agent x 50 repeats), 100 passed, ...`."""
     tasks = f"{len(plan.tasks)} tasks"

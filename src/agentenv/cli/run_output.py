@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentenv.rollout.store import EpisodeRecord
+from agentenv.rollout.store import FINISHED_OK, EpisodeRecord
 from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
 
 ERROR_WIDTH = 120
@@ -30,12 +30,18 @@ class Counts:
     denied: int
 
     @classmethod
-    def of(cls, record: EpisodeRecord) -> Counts:
-        """The counts of one episode's record."""
-        calls = [r for r in record.trajectory if _agent_call(r)]
-        answered = [p for p in record.prompts if p.response is not None or p.error is not None]
+    def of(cls, record: EpisodeRecord | dict[str, Any]) -> Counts:
+        """The counts of one episode: its record, or the record's JSON data (what
+        `RolloutStore.raw_records` gives, read without validating it: faster for many)."""
+        if isinstance(record, dict):
+            rows = record.get("trajectory") or []
+            prompts = [(p.get("response"), p.get("error")) for p in record.get("prompts") or []]
+        else:
+            rows = record.trajectory
+            prompts = [(p.response, p.error) for p in record.prompts]
+        calls = [r for r in rows if _agent_call(r)]
         return cls(
-            turns=len(answered),
+            turns=sum(1 for response, error in prompts if response is not None or error),
             calls=len(calls),
             denied=sum(1 for r in calls if r.get("denied")),
         )
@@ -188,13 +194,14 @@ class Cell:
     turns: int = 0
     calls: int = 0
 
-    def add(self, record: EpisodeRecord) -> None:
-        """Count one episode."""
-        counts = Counts.of(record)
+    def add(self, data: dict[str, Any]) -> None:
+        """Count one episode, from its record's JSON data."""
+        counts = Counts.of(data)
+        status = str(data.get("status"))
         self.episodes += 1
-        self.passed += record.passed and record.status == "passed"
-        self.scores.append(record.reward())
-        self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+        self.passed += status == "passed"
+        self.scores.append(_reward(data))
+        self.statuses[status] = self.statuses.get(status, 0) + 1
         self.turns += counts.turns
         self.calls += counts.calls
 
@@ -210,13 +217,24 @@ class Cell:
         return ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
 
 
-def summary_table(records: list[EpisodeRecord]) -> tuple[Table, Cell]:
+def _reward(data: dict[str, Any]) -> float:
+    """`EpisodeRecord.reward` of a record's JSON data."""
+    if data.get("status") not in FINISHED_OK:
+        return 0.0
+    score = data.get("score")
+    if not isinstance(score, int | float):
+        return 1.0 if data.get("passed") else 0.0
+    return float(score)
+
+
+def summary_table(records: list[dict[str, Any]]) -> tuple[Table, Cell]:
     """The task x agent table (mean score, passed, statuses, mean turns and calls) and the
-    totals over every episode."""
+    totals over every episode, from the records' JSON data."""
     cells: dict[tuple[str, str], Cell] = {}
     total = Cell()
     for record in records:
-        cells.setdefault((record.task, record.agent), Cell()).add(record)
+        key = (str(record.get("task")), str(record.get("agent")))
+        cells.setdefault(key, Cell()).add(record)
         total.add(record)
     table = Table(title="run summary")
     for column in ("task", "agent", "episodes", "score", "passed", "status", "turns", "calls"):

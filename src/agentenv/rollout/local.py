@@ -193,8 +193,8 @@ class LocalRunner(BaseRunner):
     ) -> None:
         super().__init__(plan, store, **options)
         self.keep_states = keep_states
-        """Write each episode's final state to `states/<episode_id>.json` in the run
-        folder (`RolloutStore.write_state`)."""
+        """Keep each episode's final state in the run folder's `states.jsonl`
+        (`RolloutStore.write_state`, `read_state`)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1 (got {concurrency})")
         self.concurrency = concurrency

@@ -3,9 +3,9 @@
     runs/r1/
       plan.json        the plan the folder was last run with (tasks, agents, seeds, repeats)
       episodes.jsonl   one line per finished episode (an EpisodeRecord)
-      states/<episode_id>.json
-                       what each environment ended as (env id -> records by collection),
-                       when the runner was asked to keep states (`agent-env run` does)
+      states.jsonl     per finished episode, what each environment ended as (a line of
+                       `episode_id` and `state`: env id -> records by collection), when
+                       the runner was asked to keep states (`agent-env run` does)
 
 Crash safety: a record is written with one `write()` of one whole line on a file opened
 for appending, only once its episode has finished, so a SIGKILL at any point leaves every
@@ -52,7 +52,7 @@ except ImportError:  # pragma: no cover - Windows
 FORMAT = 1
 EPISODES_FILE = "episodes.jsonl"
 PLAN_FILE = "plan.json"
-STATES_DIR = "states"
+STATES_FILE = "states.jsonl"
 
 EpisodeStatus = Literal["passed", "failed", "error", "timeout"]
 FINISHED_OK: tuple[str, ...] = ("passed", "failed")
@@ -159,6 +159,7 @@ class RolloutStore:
         self.path = self.folder / EPISODES_FILE
         self.fsync = fsync
         self._fd: int | None = None
+        self._states_fd: int | None = None
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -248,6 +249,9 @@ class RolloutStore:
                 os.fsync(self._fd)
             os.close(self._fd)  # closing drops the flock
             self._fd = None
+        if self._states_fd is not None:
+            os.close(self._states_fd)
+            self._states_fd = None
 
     def __enter__(self) -> RolloutStore:
         return self.open()
@@ -272,22 +276,40 @@ class RolloutStore:
             return None
         return json.loads(path.read_text(encoding="utf-8"))
 
-    def write_state(self, episode_id: str, state: dict[str, Any]) -> Path:
-        """Write an episode's final state to `states/<episode_id>.json` (atomically)."""
-        folder = self.folder / STATES_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{episode_id}.json"
-        tmp = folder / f".{episode_id}.{os.getpid()}.tmp"
-        tmp.write_bytes(to_json(state, fallback=str))  # compact, made in Rust: it is per episode
-        os.replace(tmp, path)
-        return path
+    def write_state(self, episode_id: str, state: dict[str, Any]) -> None:
+        """Append an episode's final state to `states.jsonl` (one line: `episode_id` and
+        `state`). Runners write it before the episode's record, so every record has its
+        state; a line cut short by a kill belongs to an episode without a record, which
+        runs (and writes its state) again, and readers skip it."""
+        if self._fd is None:
+            raise StoreError("the store is not open for writing (call open())")
+        if self._states_fd is None:
+            path = self.folder / STATES_FILE
+            self._states_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        line = to_json({"episode_id": episode_id, "state": state}, fallback=str) + b"\n"
+        view = memoryview(line)  # compact JSON made in Rust, one write: this is per episode
+        while view:
+            view = view[os.write(self._states_fd, view) :]
 
     def read_state(self, episode_id: str) -> dict[str, Any] | None:
-        """An episode's final state (`write_state`), or None when none was kept."""
-        path = self.folder / STATES_DIR / f"{episode_id}.json"
+        """An episode's final state (`write_state`; the last one kept for that id), or
+        None when none was kept."""
+        path = self.folder / STATES_FILE
         if not path.is_file():
             return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        found = None
+        key = json.dumps(episode_id)
+        with path.open("rb") as lines:
+            for line in lines:
+                if key.encode() not in line:  # most lines: not parsed at all
+                    continue
+                try:
+                    data = json.loads(line)
+                except ValueError:  # a line cut short by a kill
+                    continue
+                if isinstance(data, dict) and data.get("episode_id") == episode_id:
+                    found = data.get("state")
+        return found
 
     # -- reading ---------------------------------------------------------------------------
 
