@@ -140,3 +140,33 @@ def test_python_agents_are_classes_factories_or_instances(bundle: Path) -> None:
     assert list(plan.agents) == ["mine", "oracle"]
     assert plan.describe()["agents"] == ["mine", "oracle"]
     assert plan.describe(ids=True)["episode_ids"] == [e.id for e in plan.episodes()]
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def test_a_harbor_task_directory_is_a_target() -> None:
+    from agentenv.rollout.plan import resolve_targets
+
+    (task,) = resolve_targets([EXAMPLES / "harbor" / "word-stats"])
+    assert task.name == "harbor/word-stats"
+
+
+def test_a_bundle_given_as_dot_is_named_by_its_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentenv.rollout.plan import resolve_targets
+
+    monkeypatch.chdir(EXAMPLES / "bundles" / "support-desk")
+    names = sorted(t.name for t in resolve_targets(["."]))
+    assert names == ["support-desk/escalate-refund", "support-desk/resolve-billing"]
+
+
+def test_a_base_url_reaches_the_agent_but_not_its_name() -> None:
+    plan = RolloutPlan.build(
+        [EXAMPLES / "bundles" / "support-desk"], ["openai:m"], base_url="http://h:9/v1"
+    )
+    assert plan.describe()["agents"] == ["openai:m"]
+    agent = plan.agents["openai:m"]
+    assert agent.spec == "openai:m?base_url=http://h:9/v1"
+    assert agent.make().settings.base_url == "http://h:9/v1"  # type: ignore[attr-defined]
+    with pytest.raises(PlanError, match="agent 'oracle' takes no --base-url"):
+        RolloutPlan.build([EXAMPLES / "bundles" / "support-desk"], ["oracle"], base_url="x")

@@ -64,9 +64,12 @@ class PlanAgent:
         where a model is served is not what the agent is.
         """
         full = spec
-        try:
-            if base_url:
+        if base_url:
+            try:
                 full = with_base_url(spec, base_url)
+            except RegistryError as exc:  # names the agent already
+                raise PlanError(str(exc)) from None
+        try:
             make_agent(full)
         except RegistryError as exc:
             raise PlanError(f"agent {spec!r}: {exc}") from None
