@@ -281,13 +281,13 @@ def test_call_types_other_parameters_as_json(runner: CliRunner, env_dir: Path) -
         runner,
         env_dir,
         "echo",
-        "-a",
+        "--arg",
         "code=x",
-        "-a",
+        "--arg",
         "count=5",
-        "-a",
+        "--arg",
         'tags=["a", "b"]',
-        "-a",
+        "--arg",
         "ref=5",
     )
     assert out == {"code": "x", "count": 5, "tags": ["a", "b"], "ref": 5}
