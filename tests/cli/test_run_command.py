@@ -174,3 +174,12 @@ def test_a_crashing_tools_traceback_shows_with_verbose(tmp_path: Path) -> None:
     at = next(i for i, line in enumerate(lines) if "crash_now  error" in line)
     assert lines[at + 1].strip() == "Traceback (most recent call last):"
     assert any('return {}["missing"]' in line for line in lines[at : at + 6])
+
+
+def test_trials_take_seed_values_and_a_timeout(tmp_path: Path) -> None:
+    task = BUNDLE / "tasks" / "resolve-billing.yaml"
+    args = ["trials", str(task), "--seed", "unused=1", "--timeout", "60", "-o", str(tmp_path)]
+    ok = runner.invoke(app, args)
+    assert ok.exit_code == 0, ok.output
+    (report,) = json.loads((tmp_path / "report.json").read_text())
+    assert report["runs"]["oracle"]["status"] == "passed"
