@@ -108,7 +108,7 @@ def test_without_ray_the_runner_says_how_to_install_it(
     bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(RayUnavailable, match=r"pip install 'agentenv-framework\[ray\]'"):
+    with pytest.raises(RayUnavailable, match=r"pip install 'agentenv-kit\[ray\]'"):
         import_ray()
     with pytest.raises(RayUnavailable):
         RayRunner(RolloutPlan.build([bundle], ["oracle"]), tmp_path)
