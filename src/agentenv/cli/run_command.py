@@ -13,7 +13,14 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from agentenv.cli._common import console, err_console, fail, parse_pairs, print_wide
+from agentenv.cli._common import (
+    BaseUrlOption,
+    console,
+    err_console,
+    fail,
+    parse_pairs,
+    print_wide,
+)
 from agentenv.cli.run_output import print_timeline, summary_table
 from agentenv.rollout.episode import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT
 from agentenv.rollout.local import LocalRunner
@@ -80,14 +87,7 @@ def run(
             "every episode fails or errors).",
         ),
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible endpoint for openai:MODEL agents "
-            "(e.g. http://localhost:8000/v1); not part of the agent's name.",
-        ),
-    ] = None,
+    base_url: BaseUrlOption = None,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -177,7 +177,6 @@ def run(
             f"{len(errored)} errored: {', '.join(errored)}", markup=False, highlight=False
         )
     if records and passed == 0:
-        errored = sorted({str(r["task"]) for r in records if r["status"] not in FINISHED_OK})
         also = f" ({len(errored)} task(s) errored: {', '.join(errored)})" if errored else ""
         fail(f"{EVERY_FAILED}{also}")
     if fail_under is not None and mean < fail_under:
