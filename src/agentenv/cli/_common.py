@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 from urllib.parse import urlsplit
 
 import typer
@@ -23,6 +23,17 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)  # no hard wraps: paths stay greppable
 
 CARD_PATH = "/.well-known/agent-env.json"
+
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible endpoint for openai:MODEL agents "
+        "(e.g. http://localhost:8000/v1); not part of the agent's name.",
+    ),
+]
+"""`--base-url`, declared once for `run`, `rollout` and `agent serve` so that it means one
+thing on each (`agents.registry.with_base_url`)."""
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 

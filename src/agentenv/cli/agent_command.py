@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from agentenv.cli._common import console, fail
+from agentenv.cli._common import BaseUrlOption, console, fail
 
 agent_app = typer.Typer(help="Agents: serve one over A2A.", no_args_is_help=True)
 
@@ -52,14 +52,7 @@ def serve(
     turn_timeout: Annotated[
         float | None, typer.Option(help="Fail a turn that takes longer than this (seconds).")
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible endpoint for openai:MODEL agents "
-            "(e.g. http://localhost:8000/v1); not part of the agent's name.",
-        ),
-    ] = None,
+    base_url: BaseUrlOption = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
 ) -> None:
     """Serve an agent over A2A: card at /.well-known/agent-card.json, JSON-RPC at

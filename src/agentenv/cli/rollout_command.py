@@ -15,7 +15,14 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from agentenv.cli._common import console, err_console, fail, parse_pairs, print_wide
+from agentenv.cli._common import (
+    BaseUrlOption,
+    console,
+    err_console,
+    fail,
+    parse_pairs,
+    print_wide,
+)
 from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
 from agentenv.rollout.exporters.registry import get_exporter
 from agentenv.rollout.jsonsafe import safe_text
@@ -154,14 +161,7 @@ def rollout(
     fsync: Annotated[
         bool, typer.Option("--fsync", help="fsync every record (survives power loss; slower).")
     ] = False,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible endpoint for openai:MODEL agents "
-            "(e.g. http://localhost:8000/v1); not part of the agent's name.",
-        ),
-    ] = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Run tasks x agents x seeds x repeats into a run folder; Ctrl-C keeps what finished.
 
