@@ -16,13 +16,13 @@ from rich.markup import escape
 from agentenv.cli._common import console
 from agentenv.grading.score import Score
 from agentenv.rollout.episode import EnvironmentCache, run_episode
-from agentenv.rollout.plan import PlanAgent, PlannedEpisode
+from agentenv.rollout.plan import PlanAgent, PlannedEpisode, harbor_task
 from agentenv.rollout.store import EpisodeRecord
 from agentenv.spec.errors import DocumentError
 from agentenv.spec.loader import ENV_FILE_NAMES
 from agentenv.tasks.bundle import TASK_SUFFIXES, Bundle, Task
 from agentenv.tasks.checking import Problem
-from agentenv.tasks.harbor import harbor_task_spec, harbor_tasks
+from agentenv.tasks.harbor import harbor_tasks
 from agentenv.tasks.validation import (
     FileReport,
     looks_like_task,
@@ -101,12 +101,11 @@ def _harbor(path: Path) -> Checked:
     """A Harbor task directory: building its environment is its document check."""
     report = FileReport(path)
     try:
-        spec = asyncio.run(harbor_task_spec(path))
+        task = harbor_task(path)  # as rollout and run resolve it: the same name and file
     except DocumentError as exc:
         report.problems.append(Problem(exc.path, exc.problem))
         return Checked(report)
-    report.steps = len(spec.steps)
-    task = Task(spec=spec, name=f"harbor/{spec.name}", file=path.resolve() / "task.toml")
+    report.steps = len(task.spec.steps)
     return Checked(report, task)
 
 
