@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -39,6 +41,39 @@ def agent_env_command() -> list[str]:
     return [sys.executable, "-c", "from agentenv.cli import main; main()"]
 
 
+@contextmanager
+def serving(args: list[str], port: int, log: Path) -> Iterator[httpx.Response]:
+    """`agent-env agent serve ARGS --port PORT` as a process, its output in `log`; yields
+    the answer to its card once it serves one, and stops it afterwards."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*agent_env_command(), "agent", "serve", *args, "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        deadline = time.monotonic() + START_S
+        while True:
+            assert process.poll() is None, f"exited early:\n{log.read_text()}"
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}{CARD}", timeout=1)
+                if answer.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"no card within {START_S:g} s:\n{log.read_text()}"
+            time.sleep(0.1)
+        yield answer
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -49,25 +84,7 @@ def test_agent_serve_serves_the_card_and_takes_turns(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*agent_env_command(), "agent", "serve", "oracle", "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        deadline = time.monotonic() + START_S
-        while True:
-            assert process.poll() is None, f"exited early:\n{log.read_text()}"
-            try:
-                answer = httpx.get(url + CARD, timeout=1)
-                if answer.status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"no card within {START_S:g} s:\n{log.read_text()}"
-            time.sleep(0.1)
+    with serving(["oracle"], port, log) as answer:
         card = answer.json()
         assert card["name"] == "oracle"
         assert card["supportedInterfaces"][0]["url"] == url + "/a2a/jsonrpc"
@@ -89,13 +106,6 @@ def test_agent_serve_serves_the_card_and_takes_turns(tmp_path: Path) -> None:
             solution=SolutionTurn(response="forty-two"),
         )
         assert asyncio.run(RemoteA2AAgent(url, timeout=10).run_turn(turn)) == "forty-two"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
     output = log.read_text()
     assert f"oracle over A2A on {url}" in output
     assert "Traceback" not in output, output
@@ -123,34 +133,9 @@ def test_agent_serve_takes_a_base_url_that_stays_out_of_the_name(tmp_path: Path)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
-    command = [*agent_env_command(), "agent", "serve", "openai:some-model", "--port", str(port)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, "--base-url", "http://127.0.0.1:9/v1"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        deadline = time.monotonic() + START_S
-        while True:
-            assert process.poll() is None, f"exited early:\n{log.read_text()}"
-            try:
-                answer = httpx.get(url + CARD, timeout=1)
-                if answer.status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"no card within {START_S:g} s:\n{log.read_text()}"
-            time.sleep(0.1)
+    args = ["openai:some-model", "--base-url", "http://127.0.0.1:9/v1"]
+    with serving(args, port, log) as answer:
         assert "base_url" not in answer.text and "127.0.0.1:9" not in answer.text
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
     output = log.read_text()
     assert f"openai:some-model over A2A on {url}" in output
     assert "base_url" not in output
