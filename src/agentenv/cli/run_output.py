@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentenv.rollout.store import FINISHED_OK, EpisodeRecord
+from agentenv.rollout.store import EpisodeRecord, episode_reward
 from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
 
 ERROR_WIDTH = 120
@@ -219,12 +219,9 @@ class Cell:
 
 def _reward(data: dict[str, Any]) -> float:
     """`EpisodeRecord.reward` of a record's JSON data."""
-    if data.get("status") not in FINISHED_OK:
-        return 0.0
     score = data.get("score")
-    if not isinstance(score, int | float):
-        return 1.0 if data.get("passed") else 0.0
-    return float(score)
+    number = score if isinstance(score, int | float) else None
+    return episode_reward(str(data.get("status")), number, bool(data.get("passed")))
 
 
 def summary_table(records: list[dict[str, Any]]) -> tuple[Table, Cell]:

@@ -58,6 +58,18 @@ EpisodeStatus = Literal["passed", "failed", "error", "timeout"]
 FINISHED_OK: tuple[str, ...] = ("passed", "failed")
 """Statuses of episodes that ran to the end (the others are errors and timeouts)."""
 
+
+def episode_reward(status: str, score: float | None, passed: bool | None) -> float:
+    """An episode's final reward from its record's fields: its score; 1.0/0.0 by `passed`
+    when no verifier scored it; 0.0 for errors and timeouts (`EpisodeRecord.reward`, and
+    readers of the records' JSON that skip validating them)."""
+    if status not in FINISHED_OK:
+        return 0.0
+    if score is None:
+        return 1.0 if passed else 0.0
+    return float(score)
+
+
 _PREFIX = re.compile(rb'^\{"episode_id":"([^"]+)","status":"([a-z]+)"')
 
 
@@ -144,11 +156,7 @@ class EpisodeRecord(BaseModel):
     def reward(self) -> float:
         """The episode's final reward: its score; 1.0/0.0 by `passed` when no verifier
         scored it; 0.0 for errors and timeouts."""
-        if self.status not in FINISHED_OK:
-            return 0.0
-        if self.score is None:
-            return 1.0 if self.passed else 0.0
-        return float(self.score)
+        return episode_reward(self.status, self.score, self.passed)
 
 
 class RolloutStore:
