@@ -152,6 +152,12 @@ def test_a_harbor_task_directory_is_a_target() -> None:
     assert task.name == "harbor/word-stats"
 
 
+async def test_a_harbor_task_directory_is_a_target_inside_an_event_loop() -> None:
+    # A trainer builds its plan from async code: the Harbor build must not nest asyncio.run.
+    plan = RolloutPlan.build([EXAMPLES / "harbor" / "word-stats"], ["oracle"])
+    assert list(plan.tasks) == ["harbor/word-stats"]
+
+
 def test_a_bundle_given_as_dot_is_named_by_its_folder(monkeypatch: pytest.MonkeyPatch) -> None:
     from agentenv.rollout.plan import resolve_targets
 

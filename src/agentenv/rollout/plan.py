@@ -181,10 +181,19 @@ def _resolve_one(target: str | Path | Task) -> list[Task]:
 
 
 def harbor_task(path: Path) -> Task:
-    """A Harbor task directory as a Task (its environment built on this machine)."""
+    """A Harbor task directory as a Task (its environment built on this machine).
+    DocumentError for what cannot be honoured. Callable from inside a running event loop
+    too (a trainer's async code): the build then runs in a thread of its own."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
-    spec = asyncio.run(harbor_task_spec(path))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop here: the common case, from the command line
+        spec = asyncio.run(harbor_task_spec(path))
+    else:  # asyncio.run refuses to nest in a running loop
+        with ThreadPoolExecutor(1) as pool:
+            spec = pool.submit(asyncio.run, harbor_task_spec(path)).result()
     return Task(spec=spec, name=f"harbor/{spec.name}", file=path.resolve() / "task.toml")
 
 
