@@ -107,6 +107,21 @@ def test_the_timeline_counts_turns_and_calls_and_shows_a_trigger(tmp_path: Path)
     assert "wait" in lines[fired - 1] and "read_inbox" in lines[fired + 1]
 
 
+def test_a_table_of_many_tasks_says_why_a_task_errored(tmp_path: Path) -> None:
+    bundle = _copy(tmp_path)
+    task_file = bundle / "tasks" / "resolve-billing.yaml"
+    task_file.write_text(task_file.read_text().replace("{ticket_id: T-1042,", "{tiket: T-1042,"))
+    result = runner.invoke(app, ["run", str(bundle), "-n", "2", "-o", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output  # escalate-refund passed
+    assert "run summary" in result.output and "1 errored: support-desk/resolve-billing" in (
+        result.output
+    )
+    # no timeline was printed, so the first error of the task is, once for its 2 episodes
+    (line,) = [x for x in result.output.splitlines() if x.startswith("  support-desk/")]
+    assert line.startswith("  support-desk/resolve-billing (2 episodes): step 'deploy' failed")
+    assert "where.tiket" in line
+
+
 def test_the_verbose_timeline_shows_a_failed_calls_message(tmp_path: Path) -> None:
     bundle = _copy(tmp_path)
     task_file = bundle / "tasks" / "resolve-billing.yaml"

@@ -21,7 +21,7 @@ from agentenv.cli._common import (
     parse_pairs,
     print_wide,
 )
-from agentenv.cli.run_output import print_timeline, summary_table
+from agentenv.cli.run_output import error_lines, print_timeline, summary_table
 from agentenv.rollout.episode import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT
 from agentenv.rollout.local import LocalRunner
 from agentenv.rollout.plan import PlanError, RolloutPlan, resolve_targets
@@ -176,6 +176,9 @@ def run(
         err_console.print(
             f"{len(errored)} errored: {', '.join(errored)}", markup=False, highlight=False
         )
+    if errored and many and not verbose:  # no timeline said why: the first error of each
+        for line in error_lines(records):
+            err_console.print(line, markup=False, highlight=False)
     if records and passed == 0:
         also = f" ({len(errored)} task(s) errored: {', '.join(errored)})" if errored else ""
         fail(f"{EVERY_FAILED}{also}")

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentenv.rollout.store import EpisodeRecord, episode_reward
+from agentenv.rollout.store import FINISHED_OK, EpisodeRecord, episode_reward
 from agentenv.tasks.verify_script import VERIFIER_PRINCIPAL
 
 ERROR_WIDTH = 120
@@ -181,6 +181,25 @@ def _traceback(row: dict[str, Any]) -> str | None:
         if isinstance(trace, str) and trace.strip():
             return trace
     return None
+
+
+def error_lines(records: list[dict[str, Any]]) -> list[str]:
+    """`  TASK (N episodes): why` for each task with episodes that errored or timed out: the
+    first such episode's error, cut to a line, so that a table of many tasks still says
+    why (a state check naming what its environment cannot have fails every deploy)."""
+    first: dict[str, str] = {}
+    counted: dict[str, int] = {}
+    for record in records:
+        if record.get("status") in FINISHED_OK:
+            continue
+        task = str(record.get("task"))
+        counted[task] = counted.get(task, 0) + 1
+        first.setdefault(task, str(record.get("error") or record.get("status")))
+    return [
+        f"  {task} ({counted[task]} episode{'s' if counted[task] > 1 else ''}): "
+        f"{_cut(why, 2 * ERROR_WIDTH)}"
+        for task, why in sorted(first.items())
+    ]
 
 
 @dataclass
