@@ -34,6 +34,18 @@ BaseUrlOption = Annotated[
 ]
 """`--base-url`, declared once for `run`, `rollout` and `agent serve` so that it means one
 thing on each (`agents.registry.with_base_url`)."""
+
+SeedValuesOption = Annotated[
+    list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
+]
+"""`--seed KEY=VALUE` (repeatable; `parse_pairs`): task seed values on `run`, `rollout` and
+`trials`. The generators' random seed is `--random-seed` (`cli.random_seed`)."""
+
+EpisodeTimeoutOption = Annotated[
+    float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
+]
+"""`--timeout S` on `run`, `rollout` and `trials` (default `rollout.episode.DEFAULT_TIMEOUT`
+where it is used)."""
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 

@@ -17,12 +17,15 @@ from rich.text import Text
 
 from agentenv.cli._common import (
     BaseUrlOption,
+    EpisodeTimeoutOption,
+    SeedValuesOption,
     console,
     err_console,
     fail,
     parse_pairs,
     print_wide,
 )
+from agentenv.rollout.episode import DEFAULT_TIMEOUT
 from agentenv.rollout.exporters import EXPORTERS, ExportError, ExportFilter, export_run
 from agentenv.rollout.exporters.registry import get_exporter
 from agentenv.rollout.jsonsafe import safe_text
@@ -95,9 +98,7 @@ def rollout(
     repeats: Annotated[
         int, typer.Option("--repeats", "-n", min=1, help="Episodes per task, agent and seed.")
     ] = 1,
-    seed: Annotated[
-        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
-    ] = None,
+    seed: SeedValuesOption = None,
     seeds_file: Annotated[
         Path | None,
         typer.Option(
@@ -114,9 +115,7 @@ def rollout(
             help="Episodes at once (per worker: Ray, processes).",
         ),
     ] = DEFAULT_CONCURRENCY,
-    timeout: Annotated[
-        float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
-    ] = 600.0,
+    timeout: EpisodeTimeoutOption = DEFAULT_TIMEOUT,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Run folder (default runs/<time>).")
     ] = None,

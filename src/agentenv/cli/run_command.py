@@ -15,6 +15,8 @@ from rich.markup import escape
 
 from agentenv.cli._common import (
     BaseUrlOption,
+    EpisodeTimeoutOption,
+    SeedValuesOption,
     console,
     err_console,
     fail,
@@ -67,15 +69,11 @@ def run(
     repeats: Annotated[
         int, typer.Option("--repeats", "-n", min=1, help="Episodes per task and agent.")
     ] = 1,
-    seed: Annotated[
-        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
-    ] = None,
+    seed: SeedValuesOption = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-j", "-c", min=1, help="Episodes at once.")
     ] = DEFAULT_CONCURRENCY,
-    timeout: Annotated[
-        float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
-    ] = DEFAULT_TIMEOUT,
+    timeout: EpisodeTimeoutOption = DEFAULT_TIMEOUT,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Run folder (default runs/<time>).")
     ] = None,

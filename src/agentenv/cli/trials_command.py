@@ -10,7 +10,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agentenv.cli._common import console, fail, parse_pairs
+from agentenv.cli._common import (
+    EpisodeTimeoutOption,
+    SeedValuesOption,
+    console,
+    fail,
+    parse_pairs,
+)
 from agentenv.cli.run_command import tasks_of
 from agentenv.rollout.episode import DEFAULT_TIMEOUT
 from agentenv.tasks.trials import TaskTrials, run_trials
@@ -33,12 +39,8 @@ def trials(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Keep the run folders and report.json here.")
     ] = None,
-    seed: Annotated[
-        list[str] | None, typer.Option("--seed", help="KEY=VALUE for <key> placeholders.")
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", min=0, help="Seconds per episode; 0: no limit.")
-    ] = DEFAULT_TIMEOUT,
+    seed: SeedValuesOption = None,
+    timeout: EpisodeTimeoutOption = DEFAULT_TIMEOUT,
 ) -> None:
     """Check that each task's verifier tells done from not done: the oracle must pass, a
     no-op agent must fail, a partial agent (the oracle's first half) must fail.
