@@ -60,6 +60,24 @@ def test_report_and_export_read_what_run_writes(tmp_path: Path) -> None:
     assert len(exported.read_text().splitlines()) == 2
 
 
+def test_final_states_are_kept_one_line_an_episode_unless_no_states(tmp_path: Path) -> None:
+    kept, skipped = tmp_path / "kept", tmp_path / "skipped"
+    assert runner.invoke(app, ["run", str(BUNDLE), "-n", "2", "-o", str(kept)]).exit_code == 0
+    lines = (kept / "states.jsonl").read_text().splitlines()
+    store = RolloutStore(kept)
+    assert sorted(json.loads(x)["episode_id"] for x in lines) == sorted(
+        r.episode_id for r in store.records()
+    )
+    billing = next(r for r in store.records() if r.task == "support-desk/resolve-billing")
+    tickets = (store.read_state(billing.episode_id) or {})["desk"]["tickets"]
+    assert next(t for t in tickets if t["id"] == "T-1042")["status"] == "closed"
+    args = ["run", str(BUNDLE), "--no-states", "-o", str(skipped)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert not (skipped / "states.jsonl").exists()
+    (first, *_) = RolloutStore(skipped).records()
+    assert RolloutStore(skipped).read_state(first.episode_id) is None
+
+
 def test_report_and_export_name_an_old_run_folder(tmp_path: Path) -> None:
     old = tmp_path / "old"
     (old / "support-desk__resolve-billing").mkdir(parents=True)
