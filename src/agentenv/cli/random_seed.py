@@ -1,6 +1,6 @@
 """The random-seed option of the commands that generate (`synth ...`, `check`):
-`--random-seed N`. `--seed` means task seed values (`KEY=VALUE`) on run, rollout, trials and
-validate, so here it is refused with a message that points to `--random-seed`."""
+`--random-seed N`. `--seed` means task seed values (`KEY=VALUE`) on run, rollout and
+trials, so here it is refused with a message that points to `--random-seed`."""
 
 from __future__ import annotations
 
@@ -32,6 +32,6 @@ def refuse_old_seed(value: str | None, command: str) -> None:
     fail(
         f"`agent-env {command}` has no --seed: its random seed is --random-seed N "
         f"(e.g. --random-seed {value}); --seed KEY=VALUE sets task seed values on run, "
-        "rollout, trials and validate",
+        "rollout and trials",
         USAGE_EXIT,
     )
