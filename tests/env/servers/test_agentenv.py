@@ -3,13 +3,13 @@ with upstream's protocol SDK in its own virtualenv; plus the bad cards."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.env.servers.children import child_tasks
 
 from agentenv.env.servers import loop
 from agentenv.env.servers.agentenv import AgentEnvBackend, connect_agentenv, invoke_extension
@@ -22,19 +22,6 @@ _spec = importlib.util.spec_from_file_location(
 procs = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(procs)  # type: ignore[union-attr]
 SERVERS = Path(__file__).parent / "http_servers"
-
-
-def child_tasks() -> list[str]:
-    """The names of child-session tasks still running on the children's loop."""
-
-    async def names() -> list[str]:
-        return [
-            t.get_name()
-            for t in asyncio.all_tasks()
-            if t.get_name().startswith("agentenv-child") and not t.done()
-        ]
-
-    return loop.run(names())
 
 
 @pytest.fixture(scope="module")
