@@ -58,7 +58,11 @@ def test_a_reliable_bundle_exits_0_and_writes_report_json(tmp_path: Path) -> Non
         "noop": False,
         "partial": False,
     }
-    assert (out / "oracle" / "tight__t" / "scores.json").is_file()
+    exported = CliRunner().invoke(
+        app, ["export", str(out), "--format", "sft-chat", "--out", str(tmp_path / "sft.jsonl")]
+    )
+    assert exported.exit_code == 0, exported.output  # --out is a run folder export reads
+    assert len((tmp_path / "sft.jsonl").read_text().splitlines()) == 3
 
 
 def test_a_target_that_is_not_a_task_fails_cleanly(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from agentenv.rollout.store import (
     StoreError,
     StoreLocked,
 )
+from agentenv.rollout.trials import run_trials
 
 __all__ = [
     "EXPORTERS",
@@ -79,4 +80,5 @@ __all__ = [
     "resolve_targets",
     "run_episode",
     "run_episodes",
+    "run_trials",
 ]

@@ -6,20 +6,14 @@ oracle's first half), which must fail. A task whose verifier lets either through
 the oracle, is unreliable. A task with no reference solution cannot be tried (it is
 reported so); one whose solution has no first half (a single call that cannot be cut) is
 tried with the oracle and the no-op agent only.
+
+This module holds the verdict (`judge`) and its models; `rollout.trials.run_trials` runs
+the trials as one rollout plan.
 """
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-from typing import Any
-
 from pydantic import BaseModel, Field
-
-from agentenv.agents import make_agent
-from agentenv.agents.oracle import half_of
-from agentenv.tasks.bundle import Task
-from agentenv.tasks.run_folder import run_to_folder
 
 TRIAL_AGENTS = ("oracle", "noop", "partial")
 
@@ -43,47 +37,22 @@ class TaskTrials(BaseModel):
     problems: list[str] = Field(default_factory=list)
 
 
-async def run_trials(
-    task: Task,
-    folder: Path | None = None,
-    *,
-    seed: dict[str, Any] | None = None,
-    timeout: float | None = None,
-) -> TaskTrials:
-    """Run a task's trials (run folders under `folder/<agent>/` when given), with `seed`
-    for its `<key>` placeholders; a run past `timeout` seconds counts as a `timeout`."""
-    if not task.spec.solution:
-        return TaskTrials(task=task.name, reliable=False, problems=["no reference solution to try"])
-    agents = ["oracle", "noop"]
-    if any(half_of(turn.calls) for turn in task.spec.solution.values()):
-        agents.append("partial")
-    runs: dict[str, TrialRun] = {}
-    for name in agents:
-        where = folder / name / task.name.replace("/", "__") if folder else None
-        try:
-            async with asyncio.timeout(timeout or None):
-                _, result = await run_to_folder(
-                    task, lambda request, n=name: make_agent(n), where, seed=seed
-                )
-        except TimeoutError:
-            took = f"the run took longer than {timeout:g} s"
-            runs[name] = TrialRun(
-                agent=name, status="timeout", score=None, passed=False, error=took
-            )
-            continue
-        runs[name] = TrialRun(
-            agent=name,
-            status=result.status,
-            score=result.score,
-            passed=bool(result.passed) and result.status == "passed",
-            error=result.error,
-        )
+def untried(task: str) -> TaskTrials:
+    """The verdict on a task with no reference solution: it cannot be tried."""
+    return TaskTrials(task=task, reliable=False, problems=["no reference solution to try"])
+
+
+def judge(task: str, runs: dict[str, TrialRun]) -> TaskTrials:
+    """The verdict on a task from its trial runs by agent (`oracle` and `noop`, and
+    `partial` when its solution has a first half; `rollout.trials` runs them)."""
     problems = []
-    oracle = runs["oracle"]
-    if not oracle.passed:
+    oracle = runs.get("oracle")
+    if oracle is None:
+        problems.append("the oracle did not run")
+    elif not oracle.passed:
         problems.append(f"the oracle fails ({oracle.error or f'score {oracle.score}'})")
-    if runs["noop"].passed:
+    if "noop" in runs and runs["noop"].passed:
         problems.append("a no-op agent passes")
     if "partial" in runs and runs["partial"].passed:
         problems.append("a partial solution (the oracle's first half) passes")
-    return TaskTrials(task=task.name, runs=runs, reliable=not problems, problems=problems)
+    return TaskTrials(task=task, runs=runs, reliable=not problems, problems=problems)
