@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +54,15 @@ DEFAULT_CACHE_TASKS = 1024
 anew for every episode must not grow it without end."""
 
 _default: EnvironmentCache | None = None
+
+_repeats: dict[tuple[str, str], itertools.count[int]] = {}
+"""Per (task name, seed) the next repeat number an episode of this process takes: how two
+SDK episodes of one task get distinct record ids (as a rollout's repeats do)."""
+
+
+def _next_repeat(task: str, seed: Mapping[str, Any]) -> int:
+    key = (task, json.dumps(dict(seed), sort_keys=True, default=str))
+    return next(_repeats.setdefault(key, itertools.count()))
 
 
 def default_cache() -> EnvironmentCache:
@@ -243,6 +254,9 @@ class Episode:
         self._t0 = 0.0
         self._duration: float | None = None
         self._record: EpisodeRecord | None = None
+        self.repeat = _next_repeat(spec.task.name, self.context.seed)
+        """This episode's number among the episodes of its task and seed that this process
+        started (from 0): the default `repeat` of its record."""
 
     def _start(self) -> None:
         self._runner = TaskRunner(self.spec.task.spec, self.context, self._steps)
@@ -317,16 +331,27 @@ class Episode:
 
     # -- what a trainer keeps ----------------------------------------------------------
 
-    def record(self, agent: str = "sdk") -> EpisodeRecord:
+    def record(self, agent: str = "sdk", *, repeat: int | None = None) -> EpisodeRecord:
         """The episode as the rollout store keeps it (`EpisodeRecord`: status, scores,
         usage, prompts, tools offered, trajectory), `agent` naming who played it. After
-        `result()`; the same object until more usage is reported."""
-        if self._record is not None and self._record.agent == agent:
-            return self._record
+        `result()`; the same object until more usage is reported.
+
+        Its `episode_id` is a digest of task, agent, seed and `repeat`, as in a rollout.
+        `repeat` defaults to `self.repeat` (the n-th episode of this task and seed that
+        this process started), so the records of two episodes differ; pass it to number
+        episodes yourself (e.g. when several processes append to one run folder)."""
+        repeat = self.repeat if repeat is None else repeat
+        if repeat < 0:
+            raise ValueError(f"record(repeat={repeat}): a repeat is a number from 0")
+        cached = self._record
+        if cached is not None and (cached.agent, cached.repeat) == (agent, repeat):
+            return cached
         result = self._result_now()
         seed = dict(self.context.seed)
         name = self.spec.task.name
-        planned = PlannedEpisode(episode_id(name, agent, seed, 0), name, agent, seed)
+        planned = PlannedEpisode(
+            episode_id(name, agent, seed, repeat), name, agent, seed, repeat=repeat
+        )
         done = Finished(
             ctx=self.context,
             runner=self._runner,
