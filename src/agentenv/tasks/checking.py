@@ -10,6 +10,7 @@ find each one.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,12 @@ from pydantic import ValidationError
 
 from agentenv.registry import Registry, RegistryError
 from agentenv.spec.errors import format_location
-from agentenv.spec.task import TaskSpec, fill_placeholders, fill_shell_placeholders
+from agentenv.spec.task import (
+    PLACEHOLDER,
+    TaskSpec,
+    fill_placeholders,
+    fill_shell_placeholders,
+)
 from agentenv.tasks.step import STEPS, Step
 
 _UNSET = object()
@@ -139,12 +145,54 @@ def document_problems(exc: ValidationError, data: Any) -> list[Problem]:
     ]
 
 
+def prompt_ids(task: TaskSpec) -> list[str] | None:
+    """The prompt ids the task's `prompt_agent` steps send (a step's id where it names
+    none), or None when they cannot all be known before it runs: none is sent, or one is
+    not a literal (a `<key>` placeholder, or not a string)."""
+    out: list[str] = []
+    for step in task.steps:
+        if step.type != "prompt_agent":
+            continue
+        value = step.params.get("prompt_id")
+        value = step.id if value is None else value
+        if not isinstance(value, str) or PLACEHOLDER.search(value):
+            return None
+        out.append(value)
+    return out or None
+
+
+def solution_problems(task: TaskSpec) -> list[tuple[tuple[Any, ...], str]]:
+    """Reference solution keys that match no prompt id: the oracle would never replay
+    them (it looks its answer up by the prompt's id). Checked only when every prompt id is
+    a literal (`prompt_ids`)."""
+    if not task.solution:
+        return []
+    known = prompt_ids(task)
+    if known is None:
+        return []
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for key in task.solution:
+        if key in known:
+            continue
+        message = (
+            f"no prompt_agent step sends prompt_id {key!r}, so the oracle never replays this "
+            f"solution (prompt ids: {', '.join(dict.fromkeys(known))})"
+        )
+        close = difflib.get_close_matches(key, known, n=1)
+        if close:
+            message += f"; did you mean {close[0]!r}?"
+        problems.append((("solution", key), message))
+    return problems
+
+
 def check_task(
     task: TaskSpec, seed: dict[str, Any] | None = None, registry: Registry[type[Step]] = STEPS
 ) -> CheckedTask:
     """Build every step of `task`, collecting all problems and warnings (never raises)."""
     checked = CheckedTask()
     for loc, message in task.structure_problems():
+        checked.problems.append(problem_at(task, loc, message))
+    for loc, message in solution_problems(task):
         checked.problems.append(problem_at(task, loc, message))
     values = {**task.seed, **(seed or {})}
     for i, spec in enumerate(task.steps):
