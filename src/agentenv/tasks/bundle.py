@@ -244,6 +244,28 @@ class TaskNotFound(LookupError):
     """No task by that name on the search path."""
 
 
+def _no_bundle(name: str, bundle_name: str) -> TaskNotFound:
+    """The refusal of a catalog name whose bundle is not found: what was searched, and,
+    for a name that is (or looks like) a task file, the call that loads one."""
+    if Path(name).is_file():
+        return TaskNotFound(
+            f"{name!r} is a file, not a catalog name '<bundle>/<task>': "
+            "load a task file with Task.load(path)"
+        )
+    if name.startswith(("/", ".", "~")) or name.endswith(TASK_SUFFIXES):
+        return TaskNotFound(
+            f"no task file {name!r}, and it is not a catalog name '<bundle>/<task>' "
+            "(Task.load(path) loads a task file)"
+        )
+    folders = ", ".join(str(p) for p in search_path()) or "none"
+    variable = os.environ.get("AGENTENV_PATH") or "unset"
+    return TaskNotFound(
+        f"no bundle {bundle_name!r} on the search path (searched, in order: {folders}); "
+        f"add folders with AGENTENV_PATH ({os.pathsep!r}-separated, searched first; "
+        f"now {variable}), or load a task file with Task.load(path)"
+    )
+
+
 @dataclass(frozen=True)
 class Task:
     """A task ready to run: its document, and where its environments are found."""
@@ -258,10 +280,12 @@ class Task:
         """A task by catalog name, `<bundle>/<task>` (see `agentenv task list`)."""
         bundle_name, sep, task_name = name.partition("/")
         if not sep:
+            if Path(name).is_file() or name.endswith(TASK_SUFFIXES):
+                raise _no_bundle(name, bundle_name)
             raise TaskNotFound(f"task names are '<bundle>/<task>', got {name!r}")
-        bundle = find_bundle(bundle_name)
+        bundle = find_bundle(bundle_name) if bundle_name else None
         if bundle is None:
-            raise TaskNotFound(f"no bundle {bundle_name!r} on the search path")
+            raise _no_bundle(name, bundle_name)
         path = bundle.task_file(task_name)
         if path is None:
             known = ", ".join(p.stem for p in bundle.task_files()) or "none"
