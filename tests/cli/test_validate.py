@@ -165,3 +165,47 @@ def test_a_solution_past_its_timeout_fails(tmp_path: Path) -> None:
     assert code == 1, out
     assert "the oracle does not pass task b/nap: timeout" in out
     assert "the episode took longer than 0.5 s" in out
+
+
+def test_an_environment_that_does_not_load_makes_its_tasks_invalid(tmp_path: Path) -> None:
+    bundle = desk_copy(tmp_path)
+    env = bundle / "envs" / "support-desk" / "env.yaml"
+    text = env.read_text(encoding="utf-8")
+    assert "  mode: stepped" in text
+    env.write_text(text.replace("  mode: stepped", "  mode: steped"), encoding="utf-8")
+    code, out = validate(bundle)
+    assert code == 1, out
+    assert f"invalid {bundle / 'tasks' / 'resolve-billing.yaml'}: 1 problem" in out
+    assert (
+        "steps[0].env: environment 'support-desk' does not load: "
+        f"{env}: clock.mode: Input should be 'stepped' or 'wall' (got 'steped')" in out
+    )
+    assert "2 task files, 0 valid; solutions: 0 pass, 0 fail" in out
+    assert "solution fails" not in out
+
+
+def test_a_mistyped_solution_key_is_a_document_problem(tmp_path: Path) -> None:
+    bundle = desk_copy(tmp_path)
+    task = bundle / "tasks" / "resolve-billing.yaml"
+    edit_task(task, lambda data: data.update(solution={"mian": data["solution"]["main"]}))
+    code, out = validate(task)
+    assert code == 1, out
+    assert f"invalid {task}: 1 problem" in out
+    assert "solution.mian: no prompt_agent step sends prompt_id 'mian'" in out
+    assert "(prompt ids: main); did you mean 'main'?" in out
+    assert "no reference solution reached the oracle" not in out
+
+
+def test_a_mistyped_key_in_a_solutions_file_names_that_file(tmp_path: Path) -> None:
+    bundle = desk_copy(tmp_path)
+    task = bundle / "tasks" / "resolve-billing.yaml"
+    solution: dict[str, Any] = {}
+    edit_task(task, lambda data: solution.update(data.pop("solution")))
+    (bundle / "solutions").mkdir()
+    found = bundle / "solutions" / "resolve-billing.yaml"
+    found.write_text(yaml.safe_dump({"mian": solution["main"]}), encoding="utf-8")
+    code, out = validate(bundle)
+    assert code == 1, out
+    assert f"{found}: mian: no prompt_agent step sends prompt_id 'mian'" in out
+    assert "did you mean 'main'?" in out
+    assert "2 task files, 1 valid; solutions: 1 pass, 0 fail" in out

@@ -19,9 +19,9 @@ from agentenv.rollout.episode import EnvironmentCache, run_episode
 from agentenv.rollout.plan import PlanAgent, PlannedEpisode, harbor_task
 from agentenv.rollout.store import EpisodeRecord
 from agentenv.spec.errors import DocumentError
-from agentenv.spec.loader import ENV_FILE_NAMES
+from agentenv.spec.loader import ENV_FILE_NAMES, read_document
 from agentenv.tasks.bundle import TASK_SUFFIXES, Bundle, Task
-from agentenv.tasks.checking import Problem
+from agentenv.tasks.checking import Problem, solution_problems
 from agentenv.tasks.harbor import harbor_tasks
 from agentenv.tasks.validation import (
     FileReport,
@@ -117,7 +117,24 @@ def _loaded(report: FileReport, bundle: Bundle | None) -> Checked:
     except DocumentError as exc:
         report.problems.append(Problem(exc.path, exc.problem))
         return Checked(report)
+    report.problems += _solution_file_problems(task)
+    if not report.ok:
+        return Checked(report)
     return Checked(report, task)
+
+
+def _solution_file_problems(task: Task) -> list[Problem]:
+    """The reference solution a task took from its bundle's `solutions/<task>` file (its
+    document has none), checked as the document's own is: keys that match no prompt id."""
+    found = task.bundle.solution_file(task.file.stem) if task.bundle and task.file else None
+    if found is None or not task.spec.solution:
+        return []
+    own = read_document(task.file)
+    if isinstance(own, dict) and own.get("solution"):
+        return []  # the document's own solution wins (and was checked with the document)
+    return [
+        Problem(f"{found}: {key}", message) for (_, key), message in solution_problems(task.spec)
+    ]
 
 
 def _collect(path: Path) -> list[Checked]:

@@ -131,36 +131,61 @@ def _env_path(ref: str, base: Path, bundle: Bundle | None) -> Path | None:
 
 
 def env_field_problems(
-    spec: TaskSpec, path: Path, bundle: Bundle | None, seed: dict[str, Any] | None = None
+    spec: TaskSpec,
+    path: Path,
+    bundle: Bundle | None,
+    seed: dict[str, Any] | None = None,
+    *,
+    fields: bool = True,
 ) -> list[Problem]:
-    """What the task's state checks name that the environments they grade cannot have
-    (`tasks.env_fields`), for every environment its `deploy_env` steps name that loads
-    here. A process environment is not started to find out (nor checked); one that does
-    not load is `bundle_problems`' to report."""
+    """Every environment the task's `deploy_env` steps deploy, found where the runner
+    finds it and loaded: one that does not load is a problem at its step, with the
+    environment document's own error (its file and path). With `fields`, also what the
+    task's state checks name that the environments they grade cannot have
+    (`tasks.env_fields`). A process environment (a `server:` block) is not started to
+    find out: only its document is checked. One that is not found is `bundle_problems`'
+    to report."""
     values = {**spec.seed, **(seed or {})}
     out: list[Problem] = []
-    for step in spec.steps:
-        if step.type != "deploy_env":
-            continue
-        params = fill_placeholders(step.params, values)
-        env_id, ref = params.get("env_id"), params.get("env") or params.get("env_id")
-        if not isinstance(env_id, str) or not isinstance(ref, str):
-            continue
-        where = _env_path(ref, path.parent, bundle)
-        if where is None:
-            continue
-        try:
-            env_spec, file = load_environment_spec(where)
-            if env_spec.server is not None or any(c.server for c in env_spec.compose):
+    loaded: dict[Path, Environment | str | None] = {}  # one load per document
+    try:
+        for i, step in enumerate(spec.steps):
+            if step.type != "deploy_env":
                 continue
-            env = Environment.from_spec(env_spec, file)
-        except DocumentError:
-            continue
-        try:
-            out += env_problems(spec, env_id, env, seed)
-        finally:
-            env.close()
+            params = fill_placeholders(step.params, values)
+            env_id, ref = params.get("env_id"), params.get("env") or params.get("env_id")
+            if not isinstance(env_id, str) or not isinstance(ref, str):
+                continue
+            where = _env_path(ref, path.parent, bundle)
+            if where is None:
+                continue
+            key = where.resolve()
+            if key not in loaded:
+                loaded[key] = _load(where)
+            env = loaded[key]
+            if isinstance(env, str):
+                field_name = "env" if isinstance(step.params.get("env"), str) else "env_id"
+                message = f"environment {ref!r} does not load: {env}"
+                out.append(problem_at(spec, ("steps", i, field_name), message))
+            elif env is not None and fields:
+                out += env_problems(spec, env_id, env, seed)
+    finally:
+        for env in loaded.values():
+            if isinstance(env, Environment):
+                env.close()
     return out
+
+
+def _load(where: Path) -> Environment | str | None:
+    """The environment at `where`; its document error as text when it does not load; None
+    for a process environment (its document loads, but it is not started here)."""
+    try:
+        env_spec, file = load_environment_spec(where)
+        if env_spec.server is not None or any(c.server for c in env_spec.compose):
+            return None
+        return Environment.from_spec(env_spec, file)
+    except DocumentError as exc:
+        return str(exc)
 
 
 def validate_task_file(path: Path, bundle: Bundle | None = None) -> FileReport:
@@ -176,8 +201,8 @@ def validate_task_file(path: Path, bundle: Bundle | None = None) -> FileReport:
     report.problems += checked.problems
     report.warnings += checked.warnings
     report.problems += bundle_problems(spec, path, bundle)
-    if not report.problems:  # checks that parse, environments that are there
-        report.problems += env_field_problems(spec, path, bundle)
+    # state checks are judged only when they parse and every environment is there
+    report.problems += env_field_problems(spec, path, bundle, fields=not report.problems)
     report.problems = in_document_order(report.problems)
     return report
 
