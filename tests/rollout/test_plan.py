@@ -107,6 +107,23 @@ def test_a_catalog_name_that_is_not_there_is_named(
         RolloutPlan.build(["counters/nope"], ["oracle"])
 
 
+def test_an_environment_folder_is_named_so_with_what_runs_it(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    with pytest.raises(PlanError) as caught:
+        RolloutPlan.build([examples / "envs" / "support-desk"], ["oracle"])
+    message = str(caught.value)
+    assert "is an environment, not a bundle" in message
+    assert "agent-env validate" in message and "agent-env serve" in message
+    # the example bundle links the environment into its envs/
+    assert str(examples / "bundles" / "support-desk") in message
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "env.yaml").write_text("name: alone\n")
+    with pytest.raises(PlanError, match=r"is an environment.*whose envs/ holds it"):
+        RolloutPlan.build([alone], ["oracle"])
+
+
 def test_a_task_that_cannot_run_fails_the_plan(bundle: Path) -> None:
     (bundle / "tasks" / "broken.yaml").write_text(
         "steps:\n  - {id: a, type: deploy_envv, env_id: x, env: counter}\n"

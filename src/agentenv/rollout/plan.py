@@ -20,6 +20,7 @@ from agentenv.agents.base import Agent
 from agentenv.agents.registry import make_agent, with_base_url
 from agentenv.registry import RegistryError
 from agentenv.spec.errors import DocumentError
+from agentenv.spec.loader import ENV_FILE_NAMES, is_upstream_folder
 from agentenv.tasks.bundle import Bundle, Task, TaskNotFound, iter_bundles
 from agentenv.tasks.harbor import harbor_task_spec, harbor_tasks
 from agentenv.tasks.runner import TaskError, build_steps
@@ -157,6 +158,8 @@ def _resolve_one(target: str | Path | Task) -> list[Task]:
             return [harbor_task(p) for p in harbor_tasks(path)]
         if path.is_dir():
             if not Bundle.is_bundle(path):
+                if _is_environment(path):
+                    raise PlanError(_environment_not_runnable(path))
                 raise PlanError(f"{path} is not a bundle (no tasks/ or envs/ folder)")
             bundle = Bundle(path.resolve())
             files = bundle.task_files()
@@ -177,6 +180,32 @@ def _resolve_one(target: str | Path | Task) -> list[Task]:
         raise PlanError(str(exc)) from None
     raise PlanError(
         f"no task file, bundle folder or catalog task {text!r} (see `agent-env task list`)"
+    )
+
+
+def _is_environment(path: Path) -> bool:
+    """Whether a folder is an environment (a document, or an upstream server folder)."""
+    return any((path / name).is_file() for name in ENV_FILE_NAMES) or is_upstream_folder(path)
+
+
+def _environment_not_runnable(path: Path) -> str:
+    """Why an environment folder is no run target, what works on it, and the bundles with
+    tasks on the search path whose `envs/` hold it."""
+    resolved = path.resolve()
+    holders = [
+        str(bundle.path)
+        for bundle in iter_bundles()
+        if (bundle.path / "envs" / resolved.name).resolve() == resolved and bundle.task_files()
+    ]
+    where = (
+        f"run a bundle that holds it: {', '.join(holders)}"
+        if holders
+        else "run a bundle (a folder with tasks/ and envs/) whose envs/ holds it"
+    )
+    return (
+        f"{path} is an environment, not a bundle of tasks: check, serve or try it with "
+        f"`agent-env validate {path}`, `agent-env serve {path}` or `agent-env call {path} "
+        f"TOOL`; to run tasks on it, {where}"
     )
 
 
