@@ -216,3 +216,28 @@ def test_trials_take_seed_values_and_a_timeout(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     (report,) = json.loads((tmp_path / "report.json").read_text())
     assert report["runs"]["oracle"]["status"] == "passed"
+
+
+def test_counts_of_one_take_the_singular(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["run", "support-desk/resolve-billing", "-o", str(out), "--no-progress"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "1 task, 1 passed, mean score 1.00" in result.output
+    assert "0 failed, 0 errors, 0 timeouts; 1 episode in" in result.output
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0 and "1 episode\n" in report.stdout, report.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 1 and "already holds 1 episode: choose" in again.stderr
+    rollout = runner.invoke(
+        app, ["rollout", "support-desk/resolve-billing", "-o", str(tmp_path / "r")]
+    )
+    assert rollout.exit_code == 0, rollout.output
+    assert "1 episode in" in rollout.stdout and "0 errors, 0 timeouts" in rollout.stdout
+
+
+def test_run_on_an_environment_folder_says_what_works_on_it() -> None:
+    result = runner.invoke(app, ["run", str(ENV)])
+    assert result.exit_code == 1
+    flat = " ".join(result.stderr.split())
+    assert "is an environment, not a bundle of tasks" in flat and "agent-env validate" in flat

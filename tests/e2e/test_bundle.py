@@ -161,7 +161,7 @@ def test_the_personal_bundle_runs_two_agents_one_playing_the_user(tmp_path: Path
     out = tmp_path / "run"
     result = runner.invoke(app, ["run", str(PERSONAL), "--agent", "oracle", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "1 tasks, 1 passed, mean score 1.00" in result.output
+    assert "1 task, 1 passed, mean score 1.00" in result.output
     assert "alex: Hi! Could you set up lunch with Jordan" in result.output
     rows = _records(out)["personal/plan-lunch"].trajectory
     speakers = [r["role"] for r in rows if r["kind"] == "message"]

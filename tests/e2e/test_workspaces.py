@@ -44,7 +44,8 @@ def test_the_oracle_passes_every_example_task(
         str(tmp_path / "run"), cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{len(tasks)} tasks, {len(tasks)} passed, mean score 1.00" in done.stdout
+    count = f"{len(tasks)} task{'s' if len(tasks) > 1 else ''}"
+    assert f"{count}, {len(tasks)} passed, mean score 1.00" in done.stdout
     records = {r.task: r for r in RolloutStore(tmp_path / "run").records()}
     assert sorted(records) == sorted(tasks)
     assert all(r.passed and r.score == 1.0 for r in records.values())
@@ -151,12 +152,12 @@ def test_upstreams_own_sandbox_bundle_runs_unchanged(
         agent_env_command, "run", str(bundle), "--out", str(tmp_path / "r"), cwd=tmp_path
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 tasks, 1 passed, mean score 1.00" in done.stdout
+    assert "1 task, 1 passed, mean score 1.00" in done.stdout
     (bundle / "artifacts" / "greeting" / "hello.txt").write_text("goodbye\n")
     again = agent_env(
         agent_env_command, "run", str(bundle), "--out", str(tmp_path / "s"), cwd=tmp_path
     )
-    assert "1 tasks, 0 passed, mean score 0.00" in again.stdout, again.stdout + again.stderr
+    assert "1 task, 0 passed, mean score 0.00" in again.stdout, again.stdout + again.stderr
     (record,) = RolloutStore(tmp_path / "s").records()
     rows = record.scores["hello"].details["results"]
     assert rows and all(row["result"] is False for row in rows)

@@ -49,6 +49,11 @@ where it is used)."""
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 task`, `2 tasks`, `0 tasks`: a count with its noun (`many`, else `word` + s)."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print an error (no traceback) and exit."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, emoji=False)

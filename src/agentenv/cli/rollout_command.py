@@ -23,6 +23,7 @@ from agentenv.cli._common import (
     err_console,
     fail,
     parse_pairs,
+    plural,
     print_wide,
 )
 from agentenv.rollout.episode import DEFAULT_TIMEOUT
@@ -187,7 +188,7 @@ def rollout(
             held = len(store)
             if held:
                 fail(
-                    f"{folder} already holds {held} episodes: add --resume to finish its plan, "
+                    f"{folder} already holds {plural(held, 'episode')}: add --resume to finish its plan, "
                     "or choose another --out"
                 )
         if retry_errors and not resume:
@@ -235,7 +236,7 @@ def rollout(
     _print_summary(summary, folder)
     if summary.interrupted:
         err_console.print(
-            f"interrupted: {summary.remaining} episodes left; run the same command with "
+            f"interrupted: {plural(summary.remaining, 'episode')} left; run the same command with "
             "--resume to finish",
             markup=False,
             emoji=False,
@@ -246,9 +247,9 @@ def rollout(
 
 def _print_summary(summary: RolloutSummary, folder: Path) -> None:
     _plain(
-        f"{summary.ran} episodes in {summary.elapsed_s:.1f} s "
+        f"{plural(summary.ran, 'episode')} in {summary.elapsed_s:.1f} s "
         f"({summary.episodes_per_s:.1f}/s): {summary.passed} passed, {summary.failed} failed, "
-        f"{summary.errors} errors, {summary.timeouts} timeouts"
+        f"{plural(summary.errors, 'error')}, {plural(summary.timeouts, 'timeout')}"
         + (f"; {summary.skipped} were already done" if summary.skipped else "")
     )
     _plain(f"run folder: {folder}   (agent-env report {folder})")
@@ -362,7 +363,7 @@ def report(
         return
     for table in metrics.tables():
         print_wide(table)
-    line = f"{metrics.episodes} episodes"
+    line = plural(metrics.episodes, "episode")
     if isinstance(planned, int) and planned > metrics.episodes:
         line += f" of {planned} planned ({planned - metrics.episodes} not done: --resume)"
     _plain(line)

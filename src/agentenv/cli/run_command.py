@@ -21,6 +21,7 @@ from agentenv.cli._common import (
     err_console,
     fail,
     parse_pairs,
+    plural,
     print_wide,
 )
 from agentenv.cli.run_output import error_lines, print_timeline, summary_table
@@ -121,7 +122,7 @@ def run(
     store = RolloutStore(folder)
     if store.exists() and len(store):
         fail(
-            f"{folder} already holds {len(store)} episodes: choose another --out (or finish "
+            f"{folder} already holds {plural(len(store), 'episode')}: choose another --out (or finish "
             "its plan with `agent-env rollout ... --resume`)"
         )
     many = len(plan) > 1
@@ -153,8 +154,9 @@ def run(
     mean, passed = total.mean, total.passed
     console.print(_totals(plan, records, passed, mean), highlight=False)
     console.print(
-        f"{summary.failed} failed, {summary.errors} errors, {summary.timeouts} timeouts; "
-        f"{summary.ran} episodes in {summary.elapsed_s:.1f} s ({summary.episodes_per_s:.1f}/s)",
+        f"{summary.failed} failed, {plural(summary.errors, 'error')}, "
+        f"{plural(summary.timeouts, 'timeout')}; {plural(summary.ran, 'episode')} in "
+        f"{summary.elapsed_s:.1f} s ({summary.episodes_per_s:.1f}/s)",
         highlight=False,
     )
     console.print(
@@ -163,7 +165,7 @@ def run(
     )
     if summary.interrupted:
         err_console.print(
-            f"interrupted: {summary.remaining} episodes left; finish with "
+            f"interrupted: {plural(summary.remaining, 'episode')} left; finish with "
             f"`agent-env rollout ... --out {folder} --resume`",
             markup=False,
             highlight=False,
@@ -187,13 +189,13 @@ def run(
 def _totals(plan: RolloutPlan, records: list[dict[str, Any]], passed: int, mean: float) -> str:
     """`2 tasks, 2 passed, mean score 1.00`; with several agents or repeats, the episodes
     first: `100 episodes (2 tasks x 1 agent x 50 repeats), 100 passed, ...`."""
-    tasks = f"{len(plan.tasks)} tasks"
+    tasks = plural(len(plan.tasks), "task")
     if len(plan.agents) == 1 and plan.repeats == 1 and len(records) == len(plan.tasks):
         head = tasks
     else:
-        agents = f"{len(plan.agents)} agent{'s' if len(plan.agents) > 1 else ''}"
-        repeats = f" x {plan.repeats} repeats" if plan.repeats > 1 else ""
-        head = f"{len(records)} episodes ({tasks} x {agents}{repeats})"
+        agents = plural(len(plan.agents), "agent")
+        repeats = f" x {plural(plan.repeats, 'repeat')}" if plan.repeats > 1 else ""
+        head = f"{plural(len(records), 'episode')} ({tasks} x {agents}{repeats})"
     return f"{head}, {passed} passed, mean score {mean:.2f}"
 
 
