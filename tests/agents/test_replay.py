@@ -15,9 +15,9 @@ from agentenv.agents import AgentError, AgentTurn, ReplayAgent, make_agent
 from agentenv.gateway import Binding, ToolClient
 from agentenv.gateway.events import to_jsonl, trajectory_events
 from agentenv.registry import RegistryError
+from agentenv.rollout.records import trajectory_rows
 from agentenv.spec.task import TaskSpec
 from agentenv.tasks import TaskContext, run_task
-from agentenv.tasks.run_folder import trajectory_rows
 
 NOTES_ENV = """
 apiVersion: agentenv/v1

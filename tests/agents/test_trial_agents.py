@@ -13,8 +13,8 @@ from tests.tasks.sandbox_bundles import WORKSPACE_ENV, needs_bwrap
 from agentenv.agents import NoopAgent, PartialOracleAgent, make_agent
 from agentenv.agents.oracle import half_of
 from agentenv.spec.task import SolutionCall
+from agentenv.tasks import run_task
 from agentenv.tasks.bundle import Task
-from agentenv.tasks.run_folder import run_to_folder
 
 
 def bash(command: str, **extra: object) -> SolutionCall:
@@ -131,11 +131,11 @@ async def tree_after(tmp_path: Path, agent: str) -> tuple[set[str], object]:
     (root / "envs" / "ws" / "env.yaml").write_text(WORKSPACE_ENV)
     (root / "tasks").mkdir()
     (root / "tasks" / "t.json").write_text(json.dumps(TASK))
-    ctx, result = await run_to_folder(
-        Task.load(root / "tasks" / "t.json"), lambda request: make_agent(agent), tmp_path / "run"
-    )
+    task = Task.load(root / "tasks" / "t.json")
+    ctx = task.context(agent_factory=lambda request: make_agent(agent))
+    result = await run_task(task.spec, ctx)
     assert result.status == "passed", result.error
-    final = json.loads((tmp_path / "run" / "final_state.json").read_text())
+    final = {env_id: d.snapshot().to_dict() for env_id, d in ctx.envs.items()}
     return {r["path"] for r in final["ws"]["files"]}, ctx.prompts["main"].response
 
 

@@ -27,9 +27,9 @@ from agentenv.rollout.records import (
     record_line,
     tools_slow,
     trajectory_json,
+    trajectory_rows,
 )
 from agentenv.rollout.store import record_json
-from agentenv.tasks.run_folder import trajectory_rows
 from agentenv.tasks.runner import TaskError, build_steps
 
 ACCESS_TASK = """

@@ -11,9 +11,9 @@ import pytest
 
 from agentenv.agents import make_agent
 from agentenv.sandbox import BwrapProvider
-from agentenv.tasks import TaskContext, TaskResult
+from agentenv.tasks import TaskContext, TaskResult, run_task
 from agentenv.tasks.bundle import Task
-from agentenv.tasks.run_folder import run_to_folder
+from agentenv.tasks.runner import TaskError
 
 NO_BWRAP = BwrapProvider.unavailable()
 needs_bwrap = pytest.mark.skipif(
@@ -62,10 +62,19 @@ async def run(
     seed: dict[str, Any] | None = None,
     agent: str = "oracle",
 ) -> tuple[TaskContext, TaskResult]:
-    """Run the task at `path` with `agent` playing every agent."""
-    return await run_to_folder(
-        Task.load(path), lambda request: make_agent(agent), run_dir, seed=seed
+    """Run the task at `path` with `agent` playing every agent (`run_dir`: the task's
+    run folder, where steps that keep files write them)."""
+    task = Task.load(path)
+    ctx = task.context(
+        agent_factory=lambda request: make_agent(agent), seed=dict(seed or {}), run_dir=run_dir
     )
+    try:
+        result = await run_task(task.spec, ctx)
+    except TaskError as exc:  # a task that cannot start, as `agent-env run` records it
+        result = TaskResult(
+            task=task.name, status="error", passed=False, score=None, error=str(exc)
+        )
+    return ctx, result.model_copy(update={"task": task.name})
 
 
 def step(result: TaskResult, sid: str) -> Any:

@@ -180,9 +180,9 @@ async def test_an_imported_task_is_a_bundle_that_runs_and_refuses_a_second_impor
     tmp_path: Path,
 ) -> None:
     from agentenv.agents import make_agent
+    from agentenv.tasks import run_task
     from agentenv.tasks.bundle import Task
     from agentenv.tasks.harbor import import_harbor_task
-    from agentenv.tasks.run_folder import run_to_folder
 
     bundle = tmp_path / "bundle"
     written = await import_harbor_task(EXAMPLE, bundle)
@@ -190,9 +190,9 @@ async def test_an_imported_task_is_a_bundle_that_runs_and_refuses_a_second_impor
     assert (bundle / "envs" / "word-stats" / "tree" / "data" / "extra.txt").is_file()
     assert (bundle / "artifacts" / "word-stats-tests" / "test.sh").is_file()
     task = Task.load(written)
-    _, result = await run_to_folder(task, lambda request: make_agent("oracle"), None)
+    result = await run_task(task.spec, task.context(agent_factory=lambda r: make_agent("oracle")))
     assert result.passed and result.score == 1.0
-    _, idle = await run_to_folder(task, lambda request: make_agent("noop"), None)
+    idle = await run_task(task.spec, task.context(agent_factory=lambda r: make_agent("noop")))
     assert not idle.passed and idle.score == 0.0
     with pytest.raises(DocumentError, match="already has a task or env of this name"):
         await import_harbor_task(EXAMPLE, bundle)

@@ -4,7 +4,6 @@ bundle written to tmp_path (`tasks/x.json` + `artifacts/<name>/...`)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -436,11 +435,11 @@ async def test_an_artifact_loads_into_a_workspace_envs_tree(tmp_path: Path) -> N
     ]
     arts = {"greeting": {"hello.txt": "hello\n", "deeper/more.txt": "more\n"}}
     task = write_bundle(tmp_path / "b", steps, arts, {"ws": WORKSPACE_ENV})
-    _, result = await run(task, tmp_path / "run")
+    ctx, result = await run(task, tmp_path / "run")
     assert result.status == "passed", result.error
     assert step(result, "load").output["files"] == ["sub/deeper/more.txt", "sub/hello.txt"]
-    final = json.loads((tmp_path / "run" / "final_state.json").read_text())
-    files = {r["path"]: r["content"] for r in final["ws"]["files"] if "content" in r}
+    final = ctx.envs["ws"].snapshot().to_dict()
+    files = {r["path"]: r["content"] for r in final["files"] if "content" in r}
     assert files == {
         "README.md": "the seed\n",
         "sub/hello.txt": "hello\n",

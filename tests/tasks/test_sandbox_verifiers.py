@@ -4,7 +4,6 @@ tasks of a bundle written to tmp_path."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -194,10 +193,9 @@ async def test_verify_sandbox_with_env_id_probes_the_envs_tree_and_leaves_it(
         },
     ]
     task = write_bundle(tmp_path / "b", steps, envs={"ws": WORKSPACE_ENV})
-    _, result = await run(task, tmp_path / "run")
+    ctx, result = await run(task, tmp_path / "run")
     assert result.status == "passed", result.scores["v"].details["results"]
-    final = json.loads((tmp_path / "run" / "final_state.json").read_text())
-    paths = {r["path"] for r in final["ws"]["files"]}
+    paths = {r["path"] for r in ctx.envs["ws"].snapshot().to_dict()["files"]}
     assert "made-by-verifier.txt" not in paths  # a verifier cannot change the env's state
     assert {"README.md", "src/app.py"} <= paths
 

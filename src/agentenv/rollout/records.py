@@ -33,7 +33,6 @@ from agentenv.rollout.store import EpisodeRecord, PromptEntry, record_json
 from agentenv.spec.task import fill_placeholders
 from agentenv.state import SEPARATOR
 from agentenv.tasks.context import TaskContext
-from agentenv.tasks.run_folder import trajectory_rows
 from agentenv.tasks.runner import TaskRunner
 
 _STR = TypeAdapter(str)
@@ -42,6 +41,16 @@ _SPLICE = b'"tools":{},"trajectory":[],"worker":'
 """Where the tools and trajectory go in a record's line: its last fields are `tools`,
 `trajectory`, then `worker` and `format` (scalars), so the last occurrence of this is the
 fields themselves."""
+
+
+def trajectory_rows(ctx: TaskContext) -> list[dict[str, Any]]:
+    """Every deployed env's trajectory records as JSON data, with `env_id` added (what an
+    episode record's `trajectory` holds)."""
+    rows = []
+    for env_id, deployed in ctx.envs.items():
+        for record in deployed.gateway.instance(deployed.instance).trajectory:
+            rows.append({"env_id": env_id, **record.to_json()})
+    return rows
 
 
 def now() -> datetime:
