@@ -4,13 +4,16 @@ before any agent runs, instead of a check that scores 0."""
 
 from __future__ import annotations
 
+import gc
 import textwrap
+import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentenv.agents.base import AgentTurn
+from agentenv.env.environment import Environment
 from agentenv.episodes import EpisodeSpec
 from agentenv.tasks import run_task
 from agentenv.tasks.bundle import Task
@@ -175,3 +178,22 @@ async def test_a_field_only_a_tool_adds_is_let_through_for_a_collection_with_no_
     assert validate_task_file(path).problems == []
     result, agent = await _run(path)
     assert agent.played == 1 and result.status == "failed"  # it ran, and no note is pinned
+
+
+def test_what_is_worked_out_once_keeps_no_environment_or_task_alive(tmp_path: Path) -> None:
+    from agentenv.tasks import env_fields
+
+    path = _bundle(tmp_path, where="stauts: closed")
+    task = Task.load(path).spec
+    env = Environment.load(tmp_path / "envs" / "desk")
+    [first] = env_fields.env_problems(task, "desk", env)
+    copy = task.model_copy(update={"solution": task.solution})  # as a runner does per run
+    assert env_fields.env_problems(copy, "desk", env) == [first]
+    assert env_fields.env_knowledge(env) is env_fields.env_knowledge(env)
+    gc.collect()  # what earlier tests left goes first
+    kept = len(env_fields._PROBLEMS), len(env_fields._KNOWN)
+    gone = weakref.ref(env), weakref.ref(task.steps[0])
+    del env, task, copy
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None]
+    assert (len(env_fields._PROBLEMS), len(env_fields._KNOWN)) == (kept[0] - 1, kept[1] - 1)

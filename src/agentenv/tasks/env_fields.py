@@ -16,31 +16,68 @@ record neither tells (see `grading.field_refs`).
 from __future__ import annotations
 
 import json
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from agentenv.env.environment import Environment
 from agentenv.grading.field_refs import CollectionFields, field_problems, known_fields
-from agentenv.spec.task import TaskSpec, fill_placeholders
+from agentenv.spec.task import StepSpec, TaskSpec, fill_placeholders
 from agentenv.tasks.checking import Problem, describe, problem_at
 
 VERIFIER = "env_outcome_verifier"
 DEPLOY = "deploy_env"
 
-_KNOWN: dict[int, tuple[Environment, dict[str, CollectionFields | None] | None]] = {}
-_PROBLEMS: dict[tuple[int, int, str, str], tuple[list[Any], Environment, list[Problem]]] = {}
-_KEPT = 512
+Knowledge = dict[str, CollectionFields | None] | None
+
+# Keyed by id(), holding only weak references: an entry is dropped when what it was
+# computed from goes (neither Environment, a frozen dataclass hashed by value, nor a task's
+# list of steps can be a WeakKeyDictionary key); identity is checked on every hit too.
+_KNOWN: dict[int, tuple[weakref.ref[Environment], Knowledge]] = {}
+_PROBLEMS: dict[tuple[tuple[int, ...], int, str, str], _Found] = {}
 
 
-def env_knowledge(env: Environment) -> dict[str, CollectionFields | None] | None:
+@dataclass(frozen=True, eq=False)
+class _Found:
+    """What `env_problems` found for one environment and one task's steps."""
+
+    env: weakref.ref[Environment]
+    refs: tuple[weakref.ref[StepSpec], ...]
+    problems: list[Problem]
+
+
+def env_knowledge(env: Environment) -> Knowledge:
     """What is known of an environment's collections (made once per environment object),
     or None when nothing can be known before it runs (a process environment)."""
-    found = _KNOWN.get(id(env))
-    if found is None or found[0] is not env:
-        if len(_KNOWN) >= _KEPT:
-            _KNOWN.clear()
+    key = id(env)
+    found = _KNOWN.get(key)
+    if found is None or found[0]() is not env:
+
+        def drop(ref: weakref.ref[Environment]) -> None:
+            entry = _KNOWN.get(key)
+            if entry is not None and entry[0] is ref:
+                del _KNOWN[key]
+
         knowledge = None if env.runtimes() else known_fields(env.seed)
-        found = _KNOWN[id(env)] = (env, knowledge)
+        found = _KNOWN[key] = (weakref.ref(env, drop), knowledge)
     return found[1]
+
+
+def _remember(
+    key: tuple[tuple[int, ...], int, str, str],
+    steps: list[StepSpec],
+    env: Environment,
+    out: list[Problem],
+) -> None:
+    """Keep what `env_problems` found, until the environment or any of the steps goes."""
+
+    def drop(ref: weakref.ref[Any]) -> None:
+        entry = _PROBLEMS.get(key)
+        if entry is not None and (ref is entry.env or any(ref is r for r in entry.refs)):
+            del _PROBLEMS[key]
+
+    refs = tuple(weakref.ref(step, drop) for step in steps)
+    _PROBLEMS[key] = _Found(weakref.ref(env, drop), refs, out)
 
 
 def _deployed_ids(task: TaskSpec, values: dict[str, Any]) -> list[str]:
@@ -60,11 +97,13 @@ def env_problems(
     `env` cannot have, each at its path (`steps[4].checks[1].where.stauts`) with its step
     (and verifier) id. Checks that do not parse are left to `check_task`."""
     values = {**task.seed, **(seed or {})}
-    # By the steps' identity: a runner copies the task (not its steps) for each run.
-    key = (id(task.steps), id(env), env_id, json.dumps(values, sort_keys=True, default=repr))
+    # By the steps' identity: a runner copies the task (not its steps) for each run. An
+    # entry lives no longer than its steps, so their ids name them alone while it does.
+    steps = tuple(map(id, task.steps))
+    key = (steps, id(env), env_id, json.dumps(values, sort_keys=True, default=repr))
     cached = _PROBLEMS.get(key)
-    if cached is not None and cached[0] is task.steps and cached[1] is env:
-        return list(cached[2])
+    if cached is not None and cached.env() is env:
+        return list(cached.problems)
     out: list[Problem] = []
     knowledge = env_knowledge(env)
     deployed = _deployed_ids(task, values)
@@ -82,9 +121,7 @@ def env_problems(
         named = f" (verifier {verifier!r})" if isinstance(verifier, str) and verifier else ""
         for loc, message in field_problems(checks, knowledge):
             out.append(problem_at(task, ("steps", i, "checks", *loc), message + named))
-    if len(_PROBLEMS) >= _KEPT:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = (task.steps, env, out)
+    _remember(key, task.steps, env, out)
     return list(out)
 
 
