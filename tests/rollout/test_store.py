@@ -4,6 +4,7 @@ resuming (a partial last line is cut with a warning), one writer at a time."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -296,3 +297,58 @@ def test_final_states_are_kept_one_line_each_and_the_last_wins(tmp_path: Path) -
     assert store.read_state("b") == {"desk": {"tickets": []}}
     assert store.read_state("c") is None and store.read_state("nope") is None
     assert RolloutStore(tmp_path / "empty").read_state("a") is None
+
+
+def test_states_walks_every_kept_state_and_the_index_follows_the_file(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path / "r")
+    with store:
+        for i in range(5):
+            store.write_state(f"e{i}", {"env": {"n": [{"id": str(i)}]}})
+        store.write_state("e1", {"env": {"n": []}})  # a retry: the last wins
+        assert store.read_state("e1") == {"env": {"n": []}}  # the index is built here
+        store.write_state("e5", {"env": {}})  # appended after: the index grows
+        assert store.read_state("e5") == {"env": {}}
+    assert [i for i, _ in store.states()] == ["e0", "e2", "e3", "e4", "e1", "e5"]
+    assert dict(store.states())["e3"] == {"env": {"n": [{"id": "3"}]}}
+    assert [i for i, _ in store.states(latest=False)] == [f"e{i}" for i in range(5)] + ["e1", "e5"]
+    assert list(RolloutStore(tmp_path / "none").states()) == []
+
+    path = tmp_path / "r" / "states.jsonl"
+    path.write_text('{"episode_id":"x","state":{"a":{}}}\n')  # replaced: indexed anew
+    assert store.read_state("e1") is None and store.read_state("x") == {"a": {}}
+
+
+def test_a_state_line_cut_short_is_skipped_then_cut_by_the_next_writer(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path / "r")
+    with store:
+        store.write_state("a", {"env": {"v": [{"id": "1"}]}})
+    path = tmp_path / "r" / "states.jsonl"
+    with path.open("ab") as f:
+        f.write(b'{"episode_id":"a","state":{"env"')  # a kill while writing a retry
+    assert store.read_state("a") == {"env": {"v": [{"id": "1"}]}}
+    with store:
+        store.write_state("b", {"env": {}})
+    assert path.read_bytes().count(b"\n") == 2  # the partial line was cut, not joined
+    assert dict(store.states()) == {"a": {"env": {"v": [{"id": "1"}]}}, "b": {"env": {}}}
+
+
+def test_a_broken_last_line_of_an_id_falls_back_to_its_earlier_state(tmp_path: Path) -> None:
+    path = tmp_path / "r" / "states.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b'{"episode_id":"a","state":{}}\n{"episode_id":"a","sta\n')
+    store = RolloutStore(tmp_path / "r")
+    assert store.read_state("a") == {} and dict(store.states()) == {"a": {}}
+
+
+def test_write_state_honours_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    with RolloutStore(tmp_path / "plain") as store:
+        store.write_state("a", {})
+    assert synced == []
+    with RolloutStore(tmp_path / "safe", fsync=True) as store:
+        store.write_state("a", {})
+        assert len(synced) == 1  # the state line, before its record is written
+        store.append(record("a"))
+    assert len(synced) >= 2

@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_core import to_json
 
 from agentenv.grading.score import Score
 from agentenv.rollout.jsonsafe import describe_problem, error_text, safe_text
+from agentenv.rollout.states import StatesFile
 
 try:  # POSIX: one writer at a time
     import fcntl
@@ -167,7 +167,7 @@ class RolloutStore:
         self.path = self.folder / EPISODES_FILE
         self.fsync = fsync
         self._fd: int | None = None
-        self._states_fd: int | None = None
+        self._states = StatesFile(self.folder / STATES_FILE, fsync=fsync)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -257,9 +257,7 @@ class RolloutStore:
                 os.fsync(self._fd)
             os.close(self._fd)  # closing drops the flock
             self._fd = None
-        if self._states_fd is not None:
-            os.close(self._states_fd)
-            self._states_fd = None
+        self._states.close()
 
     def __enter__(self) -> RolloutStore:
         return self.open()
@@ -286,38 +284,26 @@ class RolloutStore:
 
     def write_state(self, episode_id: str, state: dict[str, Any]) -> None:
         """Append an episode's final state to `states.jsonl` (one line: `episode_id` and
-        `state`). Runners write it before the episode's record, so every record has its
-        state; a line cut short by a kill belongs to an episode without a record, which
-        runs (and writes its state) again, and readers skip it."""
+        `state`; flushed to the disk with `fsync=True`, as records are). Runners write it
+        before the episode's record, so every record has its state; a line cut short by a
+        kill belongs to an episode without a record, which runs (and writes its state)
+        again: readers skip it, and the next writer cuts it off before appending."""
         if self._fd is None:
             raise StoreError("the store is not open for writing (call open())")
-        if self._states_fd is None:
-            path = self.folder / STATES_FILE
-            self._states_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        line = to_json({"episode_id": episode_id, "state": state}, fallback=str) + b"\n"
-        view = memoryview(line)  # compact JSON made in Rust, one write: this is per episode
-        while view:
-            view = view[os.write(self._states_fd, view) :]
+        self._states.fsync = self.fsync
+        self._states.write(episode_id, state)
 
     def read_state(self, episode_id: str) -> dict[str, Any] | None:
         """An episode's final state (`write_state`; the last one kept for that id), or
-        None when none was kept."""
-        path = self.folder / STATES_FILE
-        if not path.is_file():
-            return None
-        found = None
-        key = json.dumps(episode_id)
-        with path.open("rb") as lines:
-            for line in lines:
-                if key.encode() not in line:  # most lines: not parsed at all
-                    continue
-                try:
-                    data = json.loads(line)
-                except ValueError:  # a line cut short by a kill
-                    continue
-                if isinstance(data, dict) and data.get("episode_id") == episode_id:
-                    found = data.get("state")
-        return found
+        None when none was kept. An index of the file is built on the first call and
+        extended by what was appended since, so reading every episode's state in turn
+        reads the file once, not once per episode."""
+        return self._states.read(episode_id)
+
+    def states(self, *, latest: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(episode id, final state) for every state kept, in file order; with `latest`
+        (the default), only the last of each id, as `read_state` gives it."""
+        return self._states.states(latest=latest)
 
     # -- reading ---------------------------------------------------------------------------
 
