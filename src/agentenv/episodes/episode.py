@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,14 +54,15 @@ anew for every episode must not grow it without end."""
 
 _default: EnvironmentCache | None = None
 
-_repeats: dict[tuple[str, str], itertools.count[int]] = {}
-"""Per (task name, seed) the next repeat number an episode of this process takes: how two
-SDK episodes of one task get distinct record ids (as a rollout's repeats do)."""
+_repeats: dict[str, itertools.count[int]] = {}
+"""Per task name, the next repeat number an episode of this process takes: how two SDK
+episodes of one task get distinct record ids (as a rollout's repeats do). Keyed by task
+alone, not by seed too, so a trainer drawing a fresh seed per episode keeps one counter
+per task rather than one per episode."""
 
 
-def _next_repeat(task: str, seed: Mapping[str, Any]) -> int:
-    key = (task, json.dumps(dict(seed), sort_keys=True, default=str))
-    return next(_repeats.setdefault(key, itertools.count()))
+def _next_repeat(task: str) -> int:
+    return next(_repeats.setdefault(task, itertools.count()))
 
 
 def default_cache() -> EnvironmentCache:
@@ -254,9 +254,9 @@ class Episode:
         self._t0 = 0.0
         self._duration: float | None = None
         self._record: EpisodeRecord | None = None
-        self.repeat = _next_repeat(spec.task.name, self.context.seed)
-        """This episode's number among the episodes of its task and seed that this process
-        started (from 0): the default `repeat` of its record."""
+        self.repeat = _next_repeat(spec.task.name)
+        """This episode's number among the episodes of its task that this process started
+        (from 0): the default `repeat` of its record."""
 
     def _start(self) -> None:
         self._runner = TaskRunner(self.spec.task.spec, self.context, self._steps)
@@ -337,8 +337,8 @@ class Episode:
         `result()`; the same object until more usage is reported.
 
         Its `episode_id` is a digest of task, agent, seed and `repeat`, as in a rollout.
-        `repeat` defaults to `self.repeat` (the n-th episode of this task and seed that
-        this process started), so the records of two episodes differ; pass it to number
+        `repeat` defaults to `self.repeat` (the n-th episode of this task that this
+        process started), so the records of two episodes differ; pass it to number
         episodes yourself (e.g. when several processes append to one run folder)."""
         repeat = self.repeat if repeat is None else repeat
         if repeat < 0:
