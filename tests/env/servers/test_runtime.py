@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -254,9 +255,24 @@ def test_an_instance_id_made_again_at_once_gets_a_live_child_each_time(env: Envi
     assert asyncio.run(rounds()) == [True] * 4
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect (found 2026-12-04): counted once no start is in flight, refused "
+    "instances still spend processes (7 -> 10 started over 5); the old check passed only "
+    "while the warm pool's top-ups were still starting. Remove this mark with the fix.",
+)
 def test_a_child_sent_nothing_goes_back_to_the_pool(env: Environment) -> None:
     """An instance whose calls the gateway refused never reached its server: its process is
     as clean as a fresh one, so it serves the next instance instead of being stopped."""
+
+    def settled() -> int:
+        """Children started so far, once no start is in flight (a top-up may finish after
+        the rounds' sleep on a loaded machine, and would be counted in the next rounds)."""
+        deadline = time.monotonic() + 30
+        while runtime.stats()["starting"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return runtime.stats()["started"]
+
     gateway = Gateway(env)
     runtime = env.server
     assert runtime is not None
@@ -270,9 +286,9 @@ def test_a_child_sent_nothing_goes_back_to_the_pool(env: Environment) -> None:
         await asyncio.sleep(0.5)  # the releases run on the children's loop
 
     asyncio.run(refused_rounds())
-    started_before = runtime.stats()["started"]
+    started_before = settled()
     asyncio.run(refused_rounds())
-    assert runtime.stats()["started"] == started_before  # no process was spent
+    assert settled() == started_before  # no process was spent
 
     async def used() -> None:
         gateway.create_instance("used")
@@ -281,4 +297,4 @@ def test_a_child_sent_nothing_goes_back_to_the_pool(env: Environment) -> None:
         await asyncio.sleep(0.5)
 
     asyncio.run(used())
-    assert runtime.stats()["started"] > started_before  # a used one is stopped and replaced
+    assert settled() > started_before  # a used one is stopped and replaced
