@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentenv.env.tool import ArgumentsInvalid, Tool
+from agentenv.spec.json_types import json_type
 from agentenv.spec.limits import depth_message, value_depth_path
 
 _CONTAINERS = (dict, list)
@@ -78,18 +79,8 @@ def _types(schema: Mapping[str, Any], defs: Mapping[str, Any], seen: int = 0) ->
             return out
     if "enum" in schema or "const" in schema:
         values = schema.get("enum", [schema.get("const")])
-        return {_json_type(v) for v in values} if isinstance(values, list) else None
+        return {json_type(v) for v in values} if isinstance(values, list) else None
     return None
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "other"
 
 
 def _sub(schema: Mapping[str, Any], defs: Mapping[str, Any], key: str | int) -> Any:

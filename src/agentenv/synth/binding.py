@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentenv.env.tool import Tool
+from agentenv.spec.json_types import json_type
 from agentenv.state import State
 from agentenv.synth.fill import fresh_key, schema_value
 from agentenv.synth.schema import (
     Leaf,
     Param,
     crud_target,
-    json_type,
     key_norm,
     schema_types,
     types_compatible,

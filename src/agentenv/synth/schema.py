@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentenv.env.tool import Tool
+from agentenv.spec.json_types import json_type
 from agentenv.state import SEPARATOR, State
 
 SCALARS = ("string", "integer", "number", "boolean")
@@ -40,23 +41,6 @@ def singular(name: str) -> str:
 def key_norm(collection: str, key: str) -> str:
     """The normalised name of a collection's key field: `tickets`, `id` -> `ticket_id`."""
     return f"{singular(collection)}_{key}"
-
-
-def json_type(value: Any) -> str:
-    """The JSON type of a value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def schema_types(prop: dict[str, Any]) -> frozenset[str]:
